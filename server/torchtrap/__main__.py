@@ -1,0 +1,3 @@
+from torchtrap.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Plain data that every front end and test speaks: findings, ranges, fixes.
+
+Positions are 1-based lines and 0-based columns counted in Unicode code
+points (Python ``str`` indices). Front ends convert: the LSP to UTF-16 or
+UTF-8 units, the text output to 1-based columns.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    HINT = "hint"
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """Accept ``error``/``Error``/``information``/``warn`` spellings."""
+        key = text.strip().lower()
+        aliases = {"warn": "warning", "information": "info", "information ": "info"}
+        return cls(aliases.get(key, key))
+
+
+class Applicability(str, enum.Enum):
+    """Like ruff: ``safe`` fixes keep behaviour except for the bug; ``unsafe``
+    fixes may change behaviour the user relies on and need a human look."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 0-based, code points
+
+    def to_dict(self) -> dict[str, int]:
+        return {"line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True, order=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def of(cls, line: int, col: int, end_line: int, end_col: int) -> Range:
+        return cls(Position(line, col), Position(end_line, end_col))
+
+    def contains_line(self, line: int) -> bool:
+        return self.start.line <= line <= self.end.line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start.to_dict(), "end": self.end.to_dict()}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``range`` with ``new_text`` (an insertion has an empty range)."""
+
+    range: Range
+    new_text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"range": self.range.to_dict(), "new_text": self.new_text}
+
+
+@dataclass(eq=False)
+class Fix:
+    """A fix's edits are built on demand: listing fixes must stay cheap (code
+    actions on every cursor move), building them may parse with libcst."""
+
+    title: str
+    applicability: Applicability
+    build: Callable[[], Sequence[Edit]] = field(repr=False)
+    _edits: tuple[Edit, ...] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        if self._edits is None:
+            self._edits = tuple(self.build())
+        return self._edits
+
+    @property
+    def is_safe(self) -> bool:
+        return self.applicability is Applicability.SAFE
+
+    def to_dict(self, with_edits: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {"title": self.title, "applicability": self.applicability.value}
+        if with_edits:
+            data["edits"] = [e.to_dict() for e in self.edits]
+        return data
+
+
+@dataclass(frozen=True)
+class RelatedLocation:
+    """Another place that makes the finding real (e.g. the DataLoader call
+    with workers). ``path`` is None for the same file."""
+
+    range: Range
+    message: str
+    path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"range": self.range.to_dict(), "message": self.message, "path": self.path}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str  # "TT101"; "TT000" for a file that could not be analysed
+    name: str  # "stored-rng-in-dataset"
+    message: str
+    severity: Severity
+    range: Range
+    path: str = "<stdin>"
+    fixes: tuple[Fix, ...] = ()
+    related: tuple[RelatedLocation, ...] = ()
+
+    @property
+    def is_syntax_error(self) -> bool:
+        return self.code == SYNTAX_ERROR_CODE
+
+    def to_dict(self, with_edits: bool = True) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity.value,
+            "path": self.path,
+            "range": self.range.to_dict(),
+            "fixes": [f.to_dict(with_edits) for f in self.fixes],
+            "related": [r.to_dict() for r in self.related],
+        }
+
+
+# Not a rule: reported for a file that cannot be parsed or decoded, never
+# suppressed or deselected (as ruff does with syntax errors).
+SYNTAX_ERROR_CODE = "TT000"
+SYNTAX_ERROR_NAME = "syntax-error"
