@@ -1,0 +1,317 @@
+"""``[tool.torchtrap]`` settings: which rules run, at what severity, where.
+
+Precedence (lowest to highest): rule defaults → the nearest pyproject.toml
+with a ``[tool.torchtrap]`` table → front-end overrides (CLI flags, editor
+settings), applied with :meth:`Config.merged`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from torchtrap.findings import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+KNOWN_KEYS = {
+    "select",
+    "ignore",
+    "per-file-ignores",
+    "severity",
+    "exclude",
+    "extend-exclude",
+    "torch-version",
+}
+
+DEFAULT_EXCLUDE = (
+    ".venv",
+    "venv",
+    "node_modules",
+    "build",
+    "dist",
+    "site-packages",
+    "__pycache__",
+    "__pypackages__",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] | None = None  # codes or prefixes; None = every rule
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    severity: tuple[tuple[str, Severity], ...] = ()
+    exclude: tuple[str, ...] = ()
+    torch_version: str | None = None
+    root: Path | None = None  # folder of the pyproject.toml it came from
+    source: Path | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    # -- queries -----------------------------------------------------------
+    def is_enabled(self, code: str, path: str | None = None) -> bool:
+        if self.select is not None and not _matches(code, self.select):
+            return False
+        if _matches(code, self.ignore):
+            return False
+        if path and self.per_file_ignores:
+            rel = self.relative(path)
+            for pattern, codes in self.per_file_ignores:
+                if _glob(rel, pattern) and _matches(code, codes):
+                    return False
+        return True
+
+    def severity_for(self, code: str, default: Severity) -> Severity:
+        # The longest matching code or prefix wins ("TT101" beats "TT1").
+        best: tuple[int, Severity] | None = None
+        for key, sev in self.severity:
+            if code.startswith(key) and (best is None or len(key) > best[0]):
+                best = (len(key), sev)
+        return best[1] if best else default
+
+    def is_excluded(self, path: str | Path) -> bool:
+        rel = self.relative(str(path))
+        parts = Path(rel).parts
+        for pattern in self.exclude:
+            if _glob(rel, pattern) or any(fnmatch.fnmatch(p, pattern) for p in parts):
+                return True
+        return False
+
+    def relative(self, path: str) -> str:
+        if self.root is not None:
+            try:
+                return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+            except ValueError:
+                pass
+        return Path(path).as_posix()
+
+    # -- building ----------------------------------------------------------
+    def merged(
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        extend_select: Iterable[str] | None = None,
+        ignore: Iterable[str] | None = None,
+        severity: Mapping[str, str | Severity] | None = None,
+        torch_version: str | None = None,
+    ) -> Config:
+        """This config with a front end's overrides on top."""
+        new = self
+        if select is not None:
+            new = replace(new, select=_codes(select))
+        if extend_select:
+            new = replace(new, select=(new.select or ()) + _codes(extend_select))
+        if ignore:
+            new = replace(new, ignore=new.ignore + _codes(ignore))
+        if severity:
+            extra = tuple((k.upper(), _severity(v)) for k, v in severity.items())
+            new = replace(new, severity=new.severity + extra)
+        if torch_version:
+            new = replace(new, torch_version=torch_version)
+        return new
+
+
+def _codes(values: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip().upper() for v in str(value).split(",") if v.strip())
+    return tuple(out)
+
+
+def _severity(value: str | Severity) -> Severity:
+    return value if isinstance(value, Severity) else Severity.parse(value)
+
+
+def _matches(code: str, selectors: Iterable[str]) -> bool:
+    return any(s == "ALL" or code.startswith(s) for s in selectors)
+
+
+def _glob(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    return (
+        fnmatch.fnmatch(rel, pattern)
+        or fnmatch.fnmatch(rel, pattern + "/*")
+        or fnmatch.fnmatch(Path(rel).name, pattern)
+    )
+
+
+def from_table(
+    table: Mapping[str, Any], root: Path | None = None, source: Path | None = None
+) -> Config:
+    """Build a Config from a ``[tool.torchtrap]`` table; problems become
+    warnings (shown once by the front end), never exceptions."""
+    warnings: list[str] = []
+    where = f"{source}: " if source else ""
+
+    def str_list(key: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            warnings.append(f"{where}[tool.torchtrap] {key} must be a list of strings; ignored")
+            return ()
+        return tuple(value)
+
+    for key in table:
+        if key not in KNOWN_KEYS:
+            hint = _closest(key)
+            warnings.append(
+                f"{where}unknown key {key!r} in [tool.torchtrap]"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+            )
+
+    select = _codes(str_list("select")) if "select" in table else None
+    per_file: list[tuple[str, tuple[str, ...]]] = []
+    raw_pfi = table.get("per-file-ignores", {})
+    if isinstance(raw_pfi, dict):
+        for pattern, codes in raw_pfi.items():
+            if isinstance(codes, str):
+                codes = [codes]
+            if isinstance(codes, list):
+                per_file.append((pattern, _codes(codes)))
+            else:
+                warnings.append(f"{where}per-file-ignores[{pattern!r}] must be a list of codes")
+    else:
+        warnings.append(f"{where}[tool.torchtrap] per-file-ignores must be a table; ignored")
+
+    severity: list[tuple[str, Severity]] = []
+    raw_sev = table.get("severity", {})
+    if isinstance(raw_sev, dict):
+        for code, value in raw_sev.items():
+            try:
+                severity.append((code.upper(), Severity.parse(str(value))))
+            except ValueError:
+                warnings.append(
+                    f"{where}severity for {code!r} must be error, warning, info or hint, "
+                    f"not {value!r}"
+                )
+    else:
+        warnings.append(f"{where}[tool.torchtrap] severity must be a table; ignored")
+
+    torch_version = table.get("torch-version")
+    if torch_version is not None and not isinstance(torch_version, str):
+        warnings.append(f'{where}torch-version must be a string like "2.3"; ignored')
+        torch_version = None
+
+    return Config(
+        select=select,
+        ignore=_codes(str_list("ignore")),
+        per_file_ignores=tuple(per_file),
+        severity=tuple(severity),
+        exclude=str_list("exclude") + str_list("extend-exclude"),
+        torch_version=torch_version,
+        root=root,
+        source=source,
+        warnings=tuple(warnings),
+    )
+
+
+def _closest(key: str) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
+    return match[0] if match else None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml above ``start`` that has [tool.torchtrap]."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if isinstance(data.get("tool"), dict) and "torchtrap" in data["tool"]:
+                return path
+    return None
+
+
+def load_config(start: str | Path) -> Config:
+    """Config for a file or folder; a broken pyproject gives a warning."""
+    path = find_pyproject(Path(start))
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return Config(warnings=(f"{path}: cannot read: {err}",))
+    table = data.get("tool", {}).get("torchtrap", {})
+    if not isinstance(table, dict):
+        return Config(warnings=(f"{path}: [tool.torchtrap] must be a table",))
+    return from_table(table, root=path.parent, source=path)
+
+
+# -- the project's torch version (TT102 depends on it) -----------------------
+
+_PIN_RE = re.compile(
+    r"""^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(==|~=|<=|<|>=)\s*v?([0-9]+(?:\.[0-9]+)*)""",
+    re.MULTILINE,
+)
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    if not match:
+        return None
+    return tuple(int(p) for p in match.group(1).split("."))
+
+
+@functools.lru_cache(maxsize=1)
+def installed_torch_version() -> str | None:
+    # Reads package metadata only: importing torch is never needed.
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def pinned_torch_version(folder: Path) -> str | None:
+    """An exact or upper-bound torch pin in requirements*.txt / pyproject.toml
+    next to or above ``folder``; a lower bound says nothing about the upper."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        names = sorted(candidate.glob("requirements*.txt")) + [candidate / "pyproject.toml"]
+        for path in names:
+            if not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for op, version in _PIN_RE.findall(text):
+                if op in ("==", "~=", "<=", "<"):
+                    return version
+        if (candidate / ".git").exists():
+            break
+    return None
+
+
+def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] | None:
+    """config ``torch-version`` → installed torch metadata → a pin; None if unknown."""
+    if config.torch_version:
+        return parse_version(config.torch_version)
+    installed = installed_torch_version()
+    if installed:
+        return parse_version(installed)
+    folder = Path(path).parent if path and not path.startswith("<") else config.root
+    if folder is not None:
+        pinned = pinned_torch_version(folder)
+        if pinned:
+            return parse_version(pinned)
+    return None

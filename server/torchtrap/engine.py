@@ -1,0 +1,124 @@
+"""The one API every front end calls: ``lint(source, path, config)``.
+
+Parse once with the stdlib ``ast`` (C parser), compute shared facts once,
+run each enabled rule, drop suppressed findings. libcst is only used later,
+when a fix's edits are asked for.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import warnings
+from collections.abc import Sequence
+
+from torchtrap.config import Config
+from torchtrap.facts import ModuleFacts
+from torchtrap.findings import (
+    SYNTAX_ERROR_CODE,
+    SYNTAX_ERROR_NAME,
+    Finding,
+    Position,
+    Range,
+    Severity,
+)
+from torchtrap.rules import ALL_RULES, Context, Rule
+from torchtrap.source import SourceText, UndecodableSource, decode_source
+from torchtrap.suppressions import parse_suppressions
+
+log = logging.getLogger("torchtrap")
+
+
+def enabled_rules(config: Config, path: str | None = None) -> list[type[Rule]]:
+    return [rule for rule in ALL_RULES if config.is_enabled(rule.code, path)]
+
+
+def lint(
+    source: str | bytes,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    rules: Sequence[type[Rule]] | None = None,
+) -> list[Finding]:
+    """Findings for one module, sorted by position.
+
+    A file that cannot be decoded or parsed yields exactly one ``TT000``
+    finding at the error's location and no rule findings. An exception in
+    a rule is logged and that rule skipped; the others still run.
+    """
+    config = config or Config()
+    if isinstance(source, bytes):
+        try:
+            source = decode_source(source)
+        except UndecodableSource as err:
+            return [_unreadable(path, str(err), err.line, err.column)]
+    if "\x00" in source:
+        line = source.count("\n", 0, source.index("\x00")) + 1
+        return [_unreadable(path, "file contains a NUL byte; not Python source", line, 0)]
+    text = SourceText(source)
+    try:
+        with warnings.catch_warnings():
+            # SyntaxWarnings (invalid escapes) are the user's business, not ours.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
+    except SyntaxError as err:
+        line = err.lineno or 1
+        col = max((err.offset or 1) - 1, 0)
+        # err.offset counts code points for str input on 3.10+.
+        return [_unreadable(path, f"SyntaxError: {err.msg}", line, col)]
+    except (ValueError, RecursionError, MemoryError) as err:
+        return [_unreadable(path, f"cannot parse: {err}", 1, 0)]
+
+    selected = rules if rules is not None else enabled_rules(config, path)
+    selected = [rule for rule in selected if rule.matches_text(source)]
+    if not selected:
+        return []
+    ctx = Context(text, path, tree, ModuleFacts(tree), config)
+    findings: list[Finding] = []
+    for rule in selected:
+        try:
+            findings.extend(rule(ctx).check())
+        except Exception:  # one broken rule must not take the others down
+            log.exception("rule %s failed on %s; skipped", rule.code, path)
+    if findings:
+        suppressions = parse_suppressions(text)
+        findings = [f for f in findings if not suppressions.suppresses(f)]
+    findings.sort(key=lambda f: (f.range.start, f.code))
+    return findings
+
+
+def _unreadable(path: str, message: str, line: int, column: int) -> Finding:
+    pos = Position(max(line, 1), max(column, 0))
+    return Finding(
+        code=SYNTAX_ERROR_CODE,
+        name=SYNTAX_ERROR_NAME,
+        message=message,
+        severity=Severity.ERROR,
+        range=Range(pos, pos),
+        path=path,
+    )
+
+
+def fix_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    unsafe: bool = False,
+    rules: Sequence[type[Rule]] | None = None,
+    max_rounds: int = 10,
+) -> tuple[str, int]:
+    """Apply fixes until none is left (fixes that overlap wait for the next
+    round, as in ruff). Returns the new text and how many fixes were applied."""
+    from torchtrap.fixes.apply import apply_fixes, select_fixes
+
+    total = 0
+    for _ in range(max_rounds):
+        findings = lint(source, path, config, rules)
+        fixes = select_fixes(findings, unsafe=unsafe)
+        if not fixes:
+            break
+        new_source, applied = apply_fixes(source, fixes)
+        if applied == 0 or new_source == source:
+            break
+        source, total = new_source, total + applied
+    return source, total

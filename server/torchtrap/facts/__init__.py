@@ -1,0 +1,48 @@
+"""Facts about one module, computed once and shared by every rule."""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from torchtrap.facts.classes import ClassInfo, ClassTable
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers, find_dataloaders
+from torchtrap.facts.imports import ImportTable, dotted_name
+from torchtrap.facts.index import NodeIndex
+
+__all__ = [
+    "ClassInfo",
+    "ClassTable",
+    "DataLoaderCall",
+    "ImportTable",
+    "ModuleFacts",
+    "NodeIndex",
+    "Workers",
+    "dotted_name",
+]
+
+
+class ModuleFacts:
+    """Lazily computed: a rule that never asks for DataLoaders costs nothing."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.index = NodeIndex(tree)
+
+    @cached_property
+    def imports(self) -> ImportTable:
+        return ImportTable(self.index.of_types(ast.Import, ast.ImportFrom))  # type: ignore[arg-type]
+
+    @cached_property
+    def classes(self) -> ClassTable:
+        return ClassTable(self.index.of(ast.ClassDef), self.imports)
+
+    @cached_property
+    def dataloaders(self) -> list[DataLoaderCall]:
+        return find_dataloaders(self.index, self.imports, self.classes)
+
+    def dataloaders_for(self, dataset: ClassInfo) -> list[DataLoaderCall]:
+        return [d for d in self.dataloaders if d.dataset_class is dataset]
+
+    def qualname(self, node: ast.AST) -> str | None:
+        return self.imports.qualname(node)

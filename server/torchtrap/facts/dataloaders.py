@@ -1,0 +1,200 @@
+"""DataLoader calls: which Dataset each one gets and whether it has workers."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, field
+
+from torchtrap.facts.classes import ClassInfo, ClassTable
+from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.index import NodeIndex, enclosing_scope, parent, walk_scope
+
+DATALOADER = "torch.utils.data.DataLoader"
+
+# torch.utils.data.DataLoader's positional parameters, in order.
+POSITIONAL = (
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+    "timeout",
+    "worker_init_fn",
+    "multiprocessing_context",
+    "generator",
+)
+
+
+class Workers(enum.Enum):
+    NONE = "none"  # num_workers missing or literal 0: the main process loads
+    SOME = "some"  # a literal > 0
+    MAYBE = "maybe"  # a value only known at run time (args.workers, os.cpu_count())
+
+
+@dataclass
+class DataLoaderCall:
+    node: ast.Call
+    arguments: dict[str, ast.expr]
+    has_splat: bool  # **kwargs: anything may be in there
+    dataset_expr: ast.expr | None
+    dataset_class: ClassInfo | None
+    dataset_class_name: str | None  # also when the class lives in another file
+    workers: Workers
+    workers_expr: ast.expr | None = None
+    scope: ast.AST | None = field(default=None, repr=False)
+
+    def argument(self, name: str) -> ast.expr | None:
+        value = self.arguments.get(name)
+        if isinstance(value, ast.Constant) and value.value is None:
+            return None
+        return value
+
+    @property
+    def may_have_workers(self) -> bool:
+        return self.workers is not Workers.NONE
+
+    def describe_workers(self) -> str:
+        if self.workers is Workers.SOME and self.workers_expr is not None:
+            return f"num_workers={ast.unparse(self.workers_expr)}"
+        if self.workers_expr is not None:
+            return f"num_workers={ast.unparse(self.workers_expr)}, which may be > 0 at run time"
+        return "**kwargs that may set num_workers > 0"
+
+
+def _workers(arguments: dict[str, ast.expr], has_splat: bool) -> tuple[Workers, ast.expr | None]:
+    expr = arguments.get("num_workers")
+    if expr is None:
+        return (Workers.MAYBE if has_splat else Workers.NONE), None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
+        return (Workers.SOME if expr.value > 0 else Workers.NONE), expr
+    return Workers.MAYBE, expr
+
+
+def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
+    arguments: dict[str, ast.expr] = {}
+    for name, arg in zip(POSITIONAL, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            return arguments, True
+        arguments[name] = arg
+    has_splat = False
+    for kw in call.keywords:
+        if kw.arg is None:
+            has_splat = True
+        else:
+            arguments[kw.arg] = kw.value
+    return arguments, has_splat
+
+
+def assigned_value(name: str, at: ast.AST, scope: ast.AST) -> ast.expr | None:
+    """The value last assigned to ``name`` in ``scope`` before ``at`` (else
+    the first one after it), without entering nested functions."""
+    before: ast.expr | None = None
+    after: ast.expr | None = None
+    line = getattr(at, "lineno", 0)
+    for node in walk_scope(scope):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ) or (
+            isinstance(node, (ast.AnnAssign, ast.NamedExpr))
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+            and node.value is not None
+        ):
+            value = node.value
+        else:
+            continue
+        if node.lineno <= line:
+            if before is None or node.lineno >= getattr(before, "lineno", 0):
+                before = value
+        elif after is None:
+            after = value
+    return before or after
+
+
+def resolve_value(expr: ast.expr, at: ast.AST, module: ast.Module) -> ast.expr:
+    """Follow a plain name to what it was assigned in the enclosing scope or
+    the module; ``self.x`` to ``self.x = ...`` in the class's methods."""
+    if isinstance(expr, ast.Name):
+        scope = enclosing_scope(at)
+        for candidate in (scope, module) if scope is not module else (module,):
+            value = assigned_value(expr.id, at, candidate)
+            if value is not None:
+                return value
+    elif (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    ):
+        cls = next((a for a in _ancestors(at) if isinstance(a, ast.ClassDef)), None)
+        if cls is not None:
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and t.attr == expr.attr
+                    for t in node.targets
+                ):
+                    return node.value
+    return expr
+
+
+def _ancestors(node: ast.AST) -> list[ast.AST]:
+    out = []
+    current = parent(node)
+    while current is not None:
+        out.append(current)
+        current = parent(current)
+    return out
+
+
+def find_dataloaders(
+    index: NodeIndex, imports: ImportTable, classes: ClassTable
+) -> list[DataLoaderCall]:
+    names = set(imports.local_names_for(DATALOADER))
+    if not names and not imports.imports_module("torch"):
+        return []
+    found: list[DataLoaderCall] = []
+    for call in index.of(ast.Call):
+        func = call.func
+        # Cheap test before resolving qualnames: the callee ends in "DataLoader"
+        # or is one of its local aliases.
+        if isinstance(func, ast.Name):
+            if func.id not in names:
+                continue
+        elif not (isinstance(func, ast.Attribute) and func.attr == "DataLoader"):
+            continue
+        if imports.qualname(func) != DATALOADER:
+            continue
+        arguments, has_splat = bind_arguments(call)
+        workers, workers_expr = _workers(arguments, has_splat)
+        dataset_expr = arguments.get("dataset")
+        dataset_class = None
+        class_name = None
+        if dataset_expr is not None:
+            value = resolve_value(dataset_expr, call, index.tree)
+            if isinstance(value, ast.Call):
+                dataset_class = classes.class_of_call(value)
+                if isinstance(value.func, ast.Name):
+                    class_name = value.func.id
+                elif isinstance(value.func, ast.Attribute):
+                    class_name = value.func.attr
+        found.append(
+            DataLoaderCall(
+                node=call,
+                arguments=arguments,
+                has_splat=has_splat,
+                dataset_expr=dataset_expr,
+                dataset_class=dataset_class,
+                dataset_class_name=class_name,
+                workers=workers,
+                workers_expr=workers_expr,
+                scope=enclosing_scope(call),
+            )
+        )
+    return found

@@ -1,0 +1,94 @@
+"""One pass over the tree that every rule shares: nodes by type, parents.
+
+Walking an ``ast`` tree in Python costs about as much as parsing it in C, so
+the engine walks once and rules look nodes up here instead of walking again.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TypeVar
+
+N = TypeVar("N", bound=ast.AST)
+
+SCOPE_TYPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_PARENT = "_tt_parent"
+
+
+class NodeIndex:
+    def __init__(self, tree: ast.Module) -> None:
+        by_type: defaultdict[type, list[ast.AST]] = defaultdict(list)
+        # Iterative pre-order: deep expressions (long `a + b + ...`) must not
+        # hit the recursion limit.
+        stack: list[ast.AST] = [tree]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            by_type[type(node)].append(node)
+            children: list[ast.AST] = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            children.append(item)
+                elif isinstance(value, ast.AST):
+                    children.append(value)
+            for child in reversed(children):
+                setattr(child, _PARENT, node)
+                push(child)
+        self._by_type = by_type
+        self.tree = tree
+
+    def of(self, node_type: type[N]) -> list[N]:
+        """Every node of exactly this type, in source order."""
+        return self._by_type.get(node_type, [])  # type: ignore[return-value]
+
+    def of_types(self, *types: type[ast.AST]) -> Iterator[ast.AST]:
+        for node_type in types:
+            yield from self._by_type.get(node_type, [])
+
+
+def parent(node: ast.AST) -> ast.AST | None:
+    return getattr(node, _PARENT, None)
+
+
+def ancestors(node: ast.AST) -> Iterator[ast.AST]:
+    current = parent(node)
+    while current is not None:
+        yield current
+        current = parent(current)
+
+
+def enclosing_scope(node: ast.AST) -> ast.AST:
+    """The function, lambda, class or module whose names ``node`` sees first."""
+    for anc in ancestors(node):
+        if isinstance(anc, SCOPE_TYPES):
+            return anc
+    return node
+
+
+def enclosing_function(node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return anc
+    return None
+
+
+def enclosing_statement(node: ast.AST) -> ast.stmt | None:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parent(current)
+    return current
+
+
+def walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
+    """Nodes inside ``scope`` without entering nested functions or classes."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, SCOPE_TYPES):
+            stack.extend(ast.iter_child_nodes(node))

@@ -1,0 +1,1 @@
+"""Edit builders shared by rules, and applying edits to text."""

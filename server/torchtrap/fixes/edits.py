@@ -1,0 +1,119 @@
+"""Small, formatting-preserving edit builders shared by rules.
+
+Each edit touches only the characters that must change, at ranges taken
+from ``ast`` positions, so comments, quotes and layout around it survive.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchtrap.findings import Edit, Position, Range
+from torchtrap.source import SourceText
+
+
+def replace(source: SourceText, node: ast.AST, new_text: str) -> Edit:
+    return Edit(source.node_range(node), new_text)
+
+
+def insert_at(position: Position, text: str) -> Edit:
+    return Edit(Range(position, position), text)
+
+
+def insert_before_statement(source: SourceText, stmt: ast.stmt, text: str) -> Edit:
+    """Insert ``text`` (no trailing newline) at the start of ``stmt``'s own
+    line, indented like it, as one or more new lines."""
+    indent = source.indentation(stmt.lineno)
+    nl = source.newline
+    lines = [indent + line if line else line for line in text.split("\n")]
+    return insert_at(Position(stmt.lineno, 0), nl.join(lines) + nl)
+
+
+def module_insertion_line(source: SourceText, tree: ast.Module) -> int:
+    """The line after the module docstring, ``__future__`` imports and the
+    top import block: where a helper function goes."""
+    line = 1
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            and stmt is tree.body[0]
+        ) or isinstance(stmt, ast.If) and _is_import_guard(stmt):
+            line = (stmt.end_lineno or stmt.lineno) + 1
+        else:
+            break
+    return line
+
+
+def _is_import_guard(stmt: ast.If) -> bool:
+    return all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body)
+
+
+def insert_module_block(source: SourceText, tree: ast.Module, block: str) -> Edit:
+    """A top-level block after the imports, with PEP 8's two blank lines."""
+    line = module_insertion_line(source, tree)
+    nl = source.newline
+    body = block.strip("\n").replace("\n", nl)
+    if line > len(source.lines) or (line == len(source.lines) and not source.line(line)):
+        return insert_at(Position(len(source.lines), len(source.lines[-1])), nl * 3 + body + nl)
+    return insert_at(Position(line, 0), nl * 2 + body + nl * 3 if line > 1 else body + nl * 3)
+
+
+def add_import(source: SourceText, tree: ast.Module, statement: str) -> Edit | None:
+    """``import x`` after the last top-level import, unless already there."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and ast.unparse(stmt) == statement:
+            return None
+    last = None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            last = stmt
+    if last is None:
+        return insert_at(
+            Position(module_insertion_line(source, tree), 0), statement + source.newline
+        )
+    end = last.end_lineno or last.lineno
+    return insert_at(Position(end + 1, 0), statement + source.newline)
+
+
+def add_keyword_argument(source: SourceText, call: ast.Call, name: str, value: str) -> Edit:
+    """Add ``name=value`` to a call, following its layout: one line stays one
+    line; a call with one argument per line and a trailing comma gets a new
+    line indented like its last argument."""
+    last = _last_argument(call)
+    end = source.position(call.end_lineno or call.lineno, call.end_col_offset or 0)
+    close = Position(end.line, max(end.column - 1, 0))  # the ")"
+    if last is None:
+        return insert_at(close, f"{name}={value}")
+    last_end = source.position(last.end_lineno or last.lineno, last.end_col_offset or 0)
+    between = source.segment(Range(last_end, close))
+    if "," in between:
+        comma = source.offset(last_end) + between.index(",") + 1
+        if (last.end_lineno or last.lineno) != (call.end_lineno or call.lineno):
+            indent = source.indentation(last.lineno)
+            pos = _position_of_offset(source, comma)
+            return insert_at(pos, f"{source.newline}{indent}{name}={value},")
+        return insert_at(_position_of_offset(source, comma), f" {name}={value}")
+    return insert_at(last_end, f", {name}={value}")
+
+
+def _last_argument(call: ast.Call) -> ast.expr | ast.keyword | None:
+    nodes: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    if not nodes:
+        return None
+    return max(nodes, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+
+
+def _position_of_offset(source: SourceText, offset: int) -> Position:
+    line = source.text.count("\n", 0, offset) + 1
+    line_start = source.text.rfind("\n", 0, offset) + 1
+    return Position(line, offset - line_start)
+
+
+def keyword_value_edit(source: SourceText, call: ast.Call, name: str, value: str) -> Edit:
+    """Set keyword ``name`` to ``value``: replace it if present, else add it."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return replace(source, kw.value, value)
+    return add_keyword_argument(source, call, name, value)

@@ -1,0 +1,20 @@
+"""The rule registry: one line per rule."""
+
+from __future__ import annotations
+
+from torchtrap.rules.base import Context, Invalid, Rule, Valid
+
+ALL_RULES: list[type[Rule]] = []
+
+RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+
+
+def get_rule(code_or_name: str) -> type[Rule] | None:
+    key = code_or_name.strip()
+    rule = RULES_BY_CODE.get(key.upper())
+    if rule is None:
+        rule = next((r for r in ALL_RULES if r.name == key.lower()), None)
+    return rule
+
+
+__all__ = ["ALL_RULES", "RULES_BY_CODE", "Context", "Invalid", "Rule", "Valid", "get_rule"]

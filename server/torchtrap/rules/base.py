@@ -1,0 +1,138 @@
+"""What a rule is: docs, detection, fixes and its own examples, in one class.
+
+A rule file defines one ``Rule`` subclass whose docstring has the sections
+*What it does / Why is this bad? / Example / Use instead / References*; the
+docs (``torchtrap rule``, the README table, LSP hover) are generated from
+it, and the test suite runs its ``valid`` and ``invalid`` examples.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from torchtrap.config import Config, resolve_torch_version
+from torchtrap.facts import ModuleFacts
+from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity
+from torchtrap.source import SourceText
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must stay silent on (near misses above all)."""
+
+    code: str
+    config: Mapping[str, Any] = field(default_factory=dict)  # a [tool.torchtrap] table
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must flag, at ``line`` if given.
+
+    ``fixed`` is the exact text after applying the fix titled ``fix_title``
+    (or the first fix) when given; every fix of every invalid example is
+    applied in the tests either way (re-parses, re-lints clean, idempotent).
+    """
+
+    code: str
+    line: int | None = None
+    severity: Severity | None = None
+    message_contains: str | None = None
+    fixed: str | None = None
+    fix_title: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+class Context:
+    """What a rule sees of one module."""
+
+    def __init__(
+        self, source: SourceText, path: str, tree: ast.Module, facts: ModuleFacts, config: Config
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.tree = tree
+        self.facts = facts
+        self.config = config
+        self._torch_version: tuple[int, ...] | None | bool = False
+
+    @property
+    def text(self) -> str:
+        return self.source.text
+
+    @property
+    def torch_version(self) -> tuple[int, ...] | None:
+        """The project's torch version, None when unknown."""
+        if self._torch_version is False:
+            self._torch_version = resolve_torch_version(self.config, self.path)
+        return self._torch_version  # type: ignore[return-value]
+
+    def range(self, node: ast.AST) -> Range:
+        return self.source.node_range(node)
+
+    def related(self, node: ast.AST, message: str) -> RelatedLocation:
+        return RelatedLocation(self.range(node), message)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line, for tables and quick picks
+    default_severity: ClassVar[Severity] = Severity.WARNING
+    # The rule is skipped for a file whose text contains none of these.
+    requires_text: ClassVar[tuple[str, ...]] = ()
+    valid: ClassVar[Sequence[Valid]] = ()
+    invalid: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def check(self) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    # -- helpers for rules ---------------------------------------------------
+    def finding(
+        self,
+        node: ast.AST | Range,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        fixes: Sequence[Fix] = (),
+        related: Sequence[RelatedLocation] = (),
+    ) -> Finding:
+        rng = node if isinstance(node, Range) else self.ctx.range(node)
+        base = severity or self.default_severity
+        return Finding(
+            code=self.code,
+            name=self.name,
+            message=message,
+            severity=self.ctx.config.severity_for(self.code, base),
+            range=rng,
+            path=self.ctx.path,
+            fixes=tuple(fixes),
+            related=tuple(related),
+        )
+
+    # -- docs ----------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def docs_section(cls, title: str) -> str:
+        match = re.search(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", cls.docs(), re.S | re.M)
+        return match.group(1).strip() if match else ""
+
+    @classmethod
+    def markdown(cls) -> str:
+        return f"# {cls.code} `{cls.name}`\n\n{cls.summary}\n\n{cls.docs()}\n"
+
+    @classmethod
+    def matches_text(cls, text: str) -> bool:
+        return not cls.requires_text or any(t in text for t in cls.requires_text)

@@ -1,0 +1,112 @@
+"""Decoding user files and mapping ``ast`` positions to code-point columns."""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import re
+from dataclasses import dataclass, field
+
+from torchtrap.findings import Position, Range
+
+_CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+class UndecodableSource(ValueError):
+    """The bytes are not text in the encoding the file declares."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does (BOM, PEP 263 cookie, else UTF-8), with a
+    message that says where the bad byte is instead of a traceback."""
+    encoding = "utf-8"
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    else:
+        for first_lines in data.split(b"\n", 2)[:2]:
+            match = _CODING_RE.match(first_lines)
+            if match:
+                encoding = match.group(1).decode("ascii", "replace")
+                break
+    try:
+        return data.decode(encoding)
+    except LookupError:
+        raise UndecodableSource(f"unknown encoding {encoding!r} in coding cookie", 1, 0) from None
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1)
+        bad = data[err.start : err.start + 1].hex()
+        raise UndecodableSource(
+            f"file is not valid {encoding}: byte 0x{bad} at line {line}, column {column + 1}",
+            line,
+            column,
+        ) from None
+
+
+@dataclass
+class SourceText:
+    """The text of one module with cheap line access and byte→code-point
+    column conversion (``ast`` reports UTF-8 byte offsets)."""
+
+    text: str
+    lines: list[str] = field(init=False)
+    _starts: list[int] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # keepends=False but only on "\n"-style boundaries Python's tokenizer uses.
+        self.lines = self.text.split("\n")
+
+    def line(self, lineno: int) -> str:
+        if 1 <= lineno <= len(self.lines):
+            return self.lines[lineno - 1].rstrip("\r")
+        return ""
+
+    def column(self, lineno: int, byte_col: int) -> int:
+        line = self.line(lineno)
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def position(self, lineno: int, byte_col: int) -> Position:
+        return Position(lineno, self.column(lineno, byte_col))
+
+    def node_range(self, node: ast.AST) -> Range:
+        lineno = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        end_lineno = getattr(node, "end_lineno", None) or lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = col
+        return Range(self.position(lineno, col), self.position(end_lineno, end_col))
+
+    def offset(self, position: Position) -> int:
+        """String index of a position (clamped to the text)."""
+        if position.line < 1:
+            return 0
+        if position.line > len(self.lines):
+            return len(self.text)
+        if self._starts is None:
+            starts, total = [], 0
+            for line in self.lines:
+                starts.append(total)
+                total += len(line) + 1
+            self._starts = starts
+        return self._starts[position.line - 1] + min(
+            position.column, len(self.lines[position.line - 1])
+        )
+
+    def segment(self, rng: Range) -> str:
+        return self.text[self.offset(rng.start) : self.offset(rng.end)]
+
+    def indentation(self, lineno: int) -> str:
+        line = self.line(lineno)
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    @property
+    def newline(self) -> str:
+        return "\r\n" if "\r\n" in self.text[:10_000] else "\n"
