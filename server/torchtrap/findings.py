@@ -87,6 +87,11 @@ class Fix:
             self._edits = tuple(self.build())
         return self._edits
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Crossing a process boundary (check -j N) materialises the edits:
+        # the builder closure holds ast nodes and cannot be pickled.
+        return (_fix_with_edits, (self.title, self.applicability, self.edits))
+
     @property
     def is_safe(self) -> bool:
         return self.applicability is Applicability.SAFE
@@ -96,6 +101,12 @@ class Fix:
         if with_edits:
             data["edits"] = [e.to_dict() for e in self.edits]
         return data
+
+
+def _fix_with_edits(title: str, applicability: Applicability, edits: tuple[Edit, ...]) -> Fix:
+    fix = Fix(title, applicability, build=lambda: edits)
+    fix._edits = edits
+    return fix
 
 
 @dataclass(frozen=True)

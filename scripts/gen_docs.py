@@ -1,0 +1,73 @@
+"""Generate the rule docs from the rule files: docs/rules/TTNNN.md and the
+table in README.md between the ``rules-table`` markers.
+
+    python scripts/gen_docs.py          write them
+    python scripts/gen_docs.py --check  exit 1 if they are out of date
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "server"))
+
+from torchtrap.rules import ALL_RULES  # noqa: E402
+
+BEGIN, END = "<!-- rules-table:begin -->", "<!-- rules-table:end -->"
+
+
+def table() -> str:
+    rows = ["| Code | Name | Default | Fix | What it finds |", "|---|---|---|---|---|"]
+    for rule in ALL_RULES:
+        rows.append(
+            f"| [{rule.code}](docs/rules/{rule.code}.md) | `{rule.name}` | "
+            f"{rule.default_severity.value} | {fix_kinds(rule)} | {rule.summary} |"
+        )
+    return "\n".join(rows)
+
+
+def fix_kinds(rule: type) -> str:
+    """Which fix applicabilities the rule's own invalid examples produce."""
+    import textwrap
+
+    from torchtrap.config import from_table
+    from torchtrap.engine import lint
+
+    kinds: set[str] = set()
+    for example in rule.invalid:  # type: ignore[attr-defined]
+        config = from_table(dict(example.config))
+        for finding in lint(textwrap.dedent(example.code), "example.py", config, rules=[rule]):
+            kinds.update(f.applicability.value for f in finding.fixes)
+    return ", ".join(sorted(kinds, key=["safe", "unsafe"].index)) or "—"
+
+
+def expected() -> dict[Path, str]:
+    files = {ROOT / "docs" / "rules" / f"{r.code}.md": r.markdown() for r in ALL_RULES}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    files[ROOT / "README.md"] = readme[:start] + "\n" + table() + "\n" + readme[end:]
+    return files
+
+
+def main() -> int:
+    check = "--check" in sys.argv
+    stale = []
+    for path, text in expected().items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != text:
+            stale.append(path.relative_to(ROOT))
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+    if check and stale:
+        print("out of date (run python scripts/gen_docs.py):", *stale, sep="\n  ")
+        return 1
+    if not check:
+        print(f"wrote {len(stale)} file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,305 @@
+"""``torchtrap check | rule | probe | lsp``: a thin front end over the engine."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from torchtrap import __version__
+from torchtrap.config import Config
+from torchtrap.discovery import ConfigLookup, iter_python_files
+from torchtrap.output import FORMATS, FileReport
+from torchtrap.rules import Rule
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Below this many files a process pool costs more than it saves.
+PARALLEL_MIN_FILES = 24
+
+
+def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileReport:
+    """Lint (and maybe fix) one file; runs in a worker process with -j N."""
+    from torchtrap.engine import fix_source, lint
+    from torchtrap.source import UndecodableSource, decode_source
+
+    path, config, stdin_text, fix, unsafe, diff = task
+    report = FileReport(path)
+    try:
+        data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
+    except OSError as err:
+        from torchtrap.engine import _unreadable
+
+        report.findings = [_unreadable(path, f"cannot read file: {err.strerror or err}", 1, 0)]
+        return report
+    try:
+        text = decode_source(data)
+    except UndecodableSource:
+        report.findings = lint(data, path, config)
+        return report
+    if fix or diff:
+        fixed, count = fix_source(text, path, config, unsafe=unsafe)
+        if count:
+            if diff:
+                report.diff = "".join(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True),
+                        fixed.splitlines(keepends=True),
+                        fromfile=f"a/{path}",
+                        tofile=f"b/{path}",
+                    )
+                )
+            elif stdin_text is None:
+                bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+                Path(path).write_bytes(bom + fixed.encode("utf-8"))
+                report.fixed = count
+                text = fixed
+            else:
+                report.fixed = count
+                text = fixed
+    report.source = text
+    report.findings = lint(text, path, config)
+    return report
+
+
+def _progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rChecking {done}/{total} files…")
+    if done == total:
+        sys.stderr.write("\r\x1b[K")
+    sys.stderr.flush()
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from torchtrap.output import github, json_report, sarif, text
+
+    overrides: dict[str, object] = {}
+    if args.select:
+        overrides["select"] = args.select
+    if args.extend_select:
+        overrides["extend_select"] = args.extend_select
+    if args.ignore:
+        overrides["ignore"] = args.ignore
+    if args.torch_version:
+        overrides["torch_version"] = args.torch_version
+    configs = ConfigLookup(overrides)
+
+    stdin_text = None
+    paths = args.paths or ["."]
+    if paths == ["-"]:
+        stdin_text = sys.stdin.read()
+        tasks = [(args.stdin_filename or "-", configs(Path.cwd()), stdin_text)]
+    else:
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            for p in missing:
+                print(f"torchtrap: error: {p}: no such file or folder", file=sys.stderr)
+            return EXIT_ERROR
+        tasks = [(str(f), configs(f.parent), None) for f in iter_python_files(paths, configs)]
+
+    for warning in configs.warnings:
+        print(f"torchtrap: warning: {warning}", file=sys.stderr)
+
+    jobs = args.jobs or os.cpu_count() or 1
+    work = [(p, c, s, args.fix, args.unsafe_fixes, args.diff) for p, c, s in tasks]
+    show_progress = sys.stderr.isatty() and len(work) >= 200 and args.format == "text"
+    reports: list[FileReport] = []
+    if jobs > 1 and len(work) >= PARALLEL_MIN_FILES:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for i, report in enumerate(pool.map(_check_one, work, chunksize=8), 1):
+                reports.append(report)
+                if show_progress and (i % 50 == 0 or i == len(work)):
+                    _progress(i, len(work))
+    else:
+        for i, task in enumerate(work, 1):
+            reports.append(_check_one(task))
+            if show_progress and (i % 50 == 0 or i == len(work)):
+                _progress(i, len(work))
+
+    if stdin_text is not None and args.fix and not args.diff:
+        # `check --fix -` is a filter: fixed text out, findings to stderr.
+        sys.stdout.write(reports[0].source or stdin_text)
+        out = sys.stderr
+    else:
+        out = sys.stdout
+
+    findings = [f for r in reports for f in r.findings]
+    if args.diff:
+        diffs = [r.diff for r in reports if r.diff]
+        out.write("".join(diffs))
+        fixable = len(diffs)
+        print(
+            f"Would fix {sum(1 for _ in diffs)} {'file' if fixable == 1 else 'files'}."
+            if diffs
+            else "No fixes available.",
+            file=sys.stderr,
+        )
+        return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
+
+    if args.format == "json":
+        out.write(json_report.render(reports))
+    elif args.format == "sarif":
+        out.write(sarif.render(reports))
+    elif args.format == "github":
+        out.write(github.render(reports))
+    else:
+        color = _use_color(args.color, out)
+        style = text.Style(color)
+        if args.statistics:
+            out.write(text.statistics(reports))
+        else:
+            rendered = text.render(reports, style)
+            if rendered:
+                out.write(rendered + "\n")
+        out.write(text.summary(reports, style, fix_mode=args.fix, unsafe=args.unsafe_fixes))
+    if args.exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _use_color(choice: str, stream: object) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def cmd_rule(args: argparse.Namespace) -> int:
+    from torchtrap.rules import ALL_RULES, get_rule
+
+    if args.code:
+        rule = get_rule(args.code)
+        if rule is None:
+            known = ", ".join(r.code for r in ALL_RULES)
+            print(f"torchtrap: error: unknown rule {args.code!r} (known: {known})", file=sys.stderr)
+            return EXIT_ERROR
+        if args.format == "json":
+            print(json.dumps(_rule_json(rule), indent=2, ensure_ascii=False))
+        else:
+            print(rule.markdown())
+        return EXIT_CLEAN
+    if args.format == "json":
+        print(json.dumps([_rule_json(r) for r in ALL_RULES], indent=2, ensure_ascii=False))
+    elif args.all:
+        print("\n".join(r.markdown() for r in ALL_RULES))
+    else:
+        for rule in ALL_RULES:
+            print(f"{rule.code}  {rule.name:<34} {rule.default_severity.value:<8} {rule.summary}")
+    return EXIT_CLEAN
+
+
+def _rule_json(rule: type[Rule]) -> dict[str, object]:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "summary": rule.summary,
+        "default_severity": rule.default_severity.value,
+        "markdown": rule.markdown(),
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchtrap",
+        description="Find the silent PyTorch bugs that corrupt training without an error.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchtrap {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="lint files or folders", description="Lint Python files.")
+    check.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or folders (default: .); - reads stdin"
+    )
+    check.add_argument(
+        "--select",
+        action="append",
+        metavar="CODES",
+        help="only these codes or prefixes (comma-separated)",
+    )
+    check.add_argument(
+        "--extend-select", action="append", metavar="CODES", help="add to the selection"
+    )
+    check.add_argument(
+        "--ignore", action="append", metavar="CODES", help="skip these codes or prefixes"
+    )
+    check.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    check.add_argument(
+        "--unsafe-fixes", action="store_true", help="with --fix/--diff: apply unsafe fixes too"
+    )
+    check.add_argument(
+        "--diff", action="store_true", help="show the fixes as a diff; change no file"
+    )
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument(
+        "--statistics", action="store_true", help="counts per rule instead of each finding"
+    )
+    check.add_argument(
+        "-j", "--jobs", type=int, default=0, metavar="N", help="parallel processes (default: cores)"
+    )
+    check.add_argument(
+        "--torch-version", metavar="X.Y", help="the project's torch version (overrides detection)"
+    )
+    check.add_argument("--stdin-filename", metavar="PATH", help="the file name to report for stdin")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.set_defaults(func=cmd_check)
+
+    rule = sub.add_parser("rule", help="explain a rule", description="Show a rule's documentation.")
+    rule.add_argument("code", nargs="?", help="rule code or name (e.g. TT101); omit to list all")
+    rule.add_argument("--all", action="store_true", help="print every rule's documentation")
+    rule.add_argument("--format", choices=("text", "json"), default="text")
+    rule.set_defaults(func=cmd_rule)
+
+    probe = sub.add_parser(
+        "probe",
+        help="confirm the pitfalls on this machine's torch/GPU",
+        description="Run TorchTrap's own experiments in a subprocess.",
+    )
+    try:
+        from torchtrap.probe.command import add_arguments as probe_arguments
+        from torchtrap.probe.command import run as probe_run
+
+        probe_arguments(probe)
+        probe.set_defaults(func=probe_run)
+    except ImportError:  # pragma: no cover - the probe package ships with torchtrap
+        probe.set_defaults(func=lambda a: _unavailable("probe"))
+
+    lsp = sub.add_parser(
+        "lsp", help="run the language server", description="Language server (stdio)."
+    )
+    try:
+        from torchtrap.lsp import add_arguments as lsp_arguments
+        from torchtrap.lsp import run as lsp_run
+
+        lsp_arguments(lsp)
+        lsp.set_defaults(func=lsp_run)
+    except ImportError as err:
+        lsp.set_defaults(func=lambda a, err=err: _unavailable(f"lsp ({err})"))
+    return parser
+
+
+def _unavailable(what: str) -> int:
+    print(f"torchtrap: error: {what} is not available in this installation", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_ERROR
+    if args.command == "check" and args.unsafe_fixes and not (args.fix or args.diff):
+        args.fix = False  # --unsafe-fixes alone only widens what the summary counts
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `torchtrap check | head`
+        return EXIT_CLEAN

@@ -1,0 +1,23 @@
+"""Machine-readable findings: one JSON document per run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from torchtrap import __version__
+from torchtrap.output import FileReport
+
+SCHEMA_VERSION = 1
+
+
+def render(reports: Sequence[FileReport]) -> str:
+    findings = [f.to_dict() for r in reports for f in r.findings]
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "torchtrap", "version": __version__},
+        "files_checked": len(reports),
+        "fixes_applied": sum(r.fixed for r in reports),
+        "findings": findings,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

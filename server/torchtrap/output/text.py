@@ -1,0 +1,147 @@
+"""Human output, modelled on ruff's: location, code, message, a source
+excerpt with carets, the fixes on offer and related locations."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from torchtrap.findings import Finding, Severity
+from torchtrap.output import FileReport
+from torchtrap.rules import RULES_BY_CODE
+from torchtrap.source import SourceText
+
+
+class Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("1;31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("1;33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+    def blue(self, text: str) -> str:
+        return self._wrap("1;34", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def severity(self, severity: Severity, text: str) -> str:
+        return self.red(text) if severity is Severity.ERROR else self.yellow(text)
+
+
+def _excerpt(source: SourceText, finding: Finding, style: Style) -> list[str]:
+    start, end = finding.range.start, finding.range.end
+    last = min(end.line, start.line + 4)  # long ranges: the first lines are enough
+    width = len(str(last))
+    gutter = style.blue(" " * width + " |")
+    out = [gutter]
+    for lineno in range(start.line, last + 1):
+        text = (
+            source.line(lineno).expandtabs(4)
+            if "\t" in source.line(lineno)
+            else source.line(lineno)
+        )
+        out.append(f"{style.blue(str(lineno).rjust(width) + ' |')} {text}")
+        if lineno == start.line:
+            col = start.column
+            stop = end.column if end.line == lineno else len(source.line(lineno))
+            prefix = source.line(lineno)[:col]
+            pad = len(prefix.expandtabs(4)) if "\t" in prefix else _display_width(prefix)
+            marked = source.line(lineno)[col:stop]
+            carets = "^" * max(_display_width(marked), 1)
+            suffix = f" {finding.code}" if end.line == lineno else ""
+            out.append(f"{gutter} {' ' * pad}{style.severity(finding.severity, carets + suffix)}")
+    out.append(gutter)
+    return out
+
+
+def _display_width(text: str) -> int:
+    # East Asian wide characters (the seed authors' comments) take two cells.
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def render_finding(finding: Finding, source: SourceText | None, style: Style) -> str:
+    start = finding.range.start
+    fixable = " [*]" if any(f.is_safe for f in finding.fixes) else (" [-]" if finding.fixes else "")
+    if finding.is_syntax_error:
+        head = (
+            f"{style.bold(finding.path)}:{start.line}:{start.column + 1}: "
+            f"{style.red(finding.message)}"
+        )
+        return head
+    head = (
+        f"{style.bold(finding.path)}{style.cyan(':')}{start.line}{style.cyan(':')}"
+        f"{start.column + 1}{style.cyan(':')} "
+        f"{style.severity(finding.severity, finding.code)}{fixable} {finding.message}"
+    )
+    lines = [head]
+    if source is not None:
+        lines.extend(_excerpt(source, finding, style))
+    for fix in finding.fixes:
+        tag = "safe fix" if fix.is_safe else "unsafe fix"
+        lines.append(f"  {style.cyan('= help')}: {fix.title} ({tag})")
+    for rel in finding.related:
+        where = f"{rel.path or finding.path}:{rel.range.start.line}:{rel.range.start.column + 1}"
+        lines.append(f"  {style.cyan('= note')}: {where}: {rel.message}")
+    return "\n".join(lines) + "\n"
+
+
+def render(reports: Sequence[FileReport], style: Style, *, show_source: bool = True) -> str:
+    chunks = []
+    for report in reports:
+        source = SourceText(report.source) if (report.source is not None and show_source) else None
+        for finding in report.findings:
+            chunks.append(render_finding(finding, source, style))
+    return "\n".join(chunks)
+
+
+def summary(reports: Sequence[FileReport], style: Style, *, fix_mode: bool, unsafe: bool) -> str:
+    findings = [f for r in reports for f in r.findings]
+    fixed = sum(r.fixed for r in reports)
+    parts = []
+    if fixed:
+        parts.append(f"Fixed {fixed} {'issue' if fixed == 1 else 'issues'}.")
+    if not findings:
+        parts.append(style.bold("All checks passed!") if not fixed else "No issues left.")
+        return "\n".join(parts) + "\n"
+    safe = sum(1 for f in findings if any(x.is_safe for x in f.fixes))
+    only_unsafe = sum(1 for f in findings if f.fixes and not any(x.is_safe for x in f.fixes))
+    noun = "issue" if len(findings) == 1 else "issues"
+    line = f"Found {len(findings)} {noun}"
+    if fixed:
+        line += " remaining"
+    line += "."
+    parts.append(line)
+    hints = []
+    if safe and not fix_mode:
+        hints.append(f"{safe} fixable with `--fix`")
+    if only_unsafe and not unsafe:
+        hints.append(f"{only_unsafe} more with `--fix --unsafe-fixes`")
+    if hints:
+        parts.append("[*] " + "; ".join(hints) + ".")
+    return "\n".join(parts) + "\n"
+
+
+def statistics(reports: Sequence[FileReport]) -> str:
+    counts = Counter(f.code for r in reports for f in r.findings)
+    fixable = {f.code for r in reports for f in r.findings if any(x.is_safe for x in f.fixes)}
+    lines = []
+    for code, count in counts.most_common():
+        rule = RULES_BY_CODE.get(code)
+        name = rule.name if rule else "syntax-error"
+        lines.append(f"{count:>5}  {code}  {'[*]' if code in fixable else '   '} {name}")
+    return "\n".join(lines) + ("\n" if lines else "")
