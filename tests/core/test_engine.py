@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+
 from torchtrap.config import Config
 from torchtrap.engine import fix_source, lint
 from torchtrap.findings import SYNTAX_ERROR_CODE

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from torchtrap.fixes.apply import apply_edits
 from torchtrap.source import SourceText
 from torchtrap.suppressions import ignore_edit
