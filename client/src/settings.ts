@@ -1,0 +1,200 @@
+// Pure logic: VS Code `torchtrap.*` settings -> what the server receives.
+// No `vscode` import here, so the unit tests run in plain Node.
+
+export type RunMode = 'onType' | 'onSave';
+export type SeverityName = 'Error' | 'Warning' | 'Information' | 'Hint';
+export type ImportStrategy = 'useBundled' | 'fromEnvironment';
+export type NotificationLevel = 'off' | 'onError' | 'onWarning' | 'always';
+
+/** The object sent as `initializationOptions` and as `settings.torchtrap`. */
+export interface ServerSettings {
+  enable: boolean;
+  run: RunMode;
+  select: string[];
+  ignore: string[];
+  severity: Record<string, SeverityName>;
+  probe: { timeout: number };
+  showNotifications: NotificationLevel;
+}
+
+/** Settings only the client uses: how to start the server. */
+export interface LaunchSettings {
+  interpreter: string;
+  importStrategy: ImportStrategy;
+}
+
+export interface Settings {
+  server: ServerSettings;
+  launch: LaunchSettings;
+  /** Human-readable notes about values that were invalid and replaced. */
+  problems: string[];
+}
+
+/** Reads one key below `torchtrap.` (e.g. `probe.timeout`); undefined when unset. */
+export type SettingGetter = (key: string) => unknown;
+
+export const DEFAULT_PROBE_TIMEOUT = 120;
+
+export const DEFAULTS: Readonly<ServerSettings & LaunchSettings> = Object.freeze({
+  enable: true,
+  run: 'onType',
+  select: [],
+  ignore: [],
+  severity: {},
+  probe: { timeout: DEFAULT_PROBE_TIMEOUT },
+  showNotifications: 'onError',
+  interpreter: '',
+  importStrategy: 'useBundled',
+});
+
+const SEVERITY_ALIASES: Record<string, SeverityName> = {
+  error: 'Error',
+  err: 'Error',
+  warning: 'Warning',
+  warn: 'Warning',
+  information: 'Information',
+  info: 'Information',
+  hint: 'Hint',
+};
+
+/** `"warn"`, `"WARNING"`, `"Warning"` -> `"Warning"`; unknown -> undefined. */
+export function parseSeverity(value: unknown): SeverityName | undefined {
+  if (typeof value !== 'string') {
+    return undefined;
+  }
+  return SEVERITY_ALIASES[value.trim().toLowerCase()];
+}
+
+/** Rule codes and prefixes are upper case (`tt2` -> `TT2`); junk entries are dropped. */
+export function parseCodeList(value: unknown, key: string, problems: string[]): string[] {
+  if (value === undefined || value === null) {
+    return [];
+  }
+  if (!Array.isArray(value)) {
+    problems.push(`torchtrap.${key} must be a list of rule codes; ignored.`);
+    return [];
+  }
+  const out: string[] = [];
+  for (const item of value) {
+    if (typeof item !== 'string' || item.trim() === '') {
+      problems.push(`torchtrap.${key}: ignored entry ${JSON.stringify(item)}.`);
+      continue;
+    }
+    const code = item.trim().toUpperCase();
+    if (!out.includes(code)) {
+      out.push(code);
+    }
+  }
+  return out;
+}
+
+export function parseSeverityMap(value: unknown, problems: string[]): Record<string, SeverityName> {
+  const out: Record<string, SeverityName> = {};
+  if (value === undefined || value === null) {
+    return out;
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    problems.push('torchtrap.severity must be an object like {"TT2": "Error"}; ignored.');
+    return out;
+  }
+  for (const [code, sev] of Object.entries(value as Record<string, unknown>)) {
+    const name = parseSeverity(sev);
+    if (code.trim() === '' || name === undefined) {
+      problems.push(
+        `torchtrap.severity: ignored ${JSON.stringify(code)}: ${JSON.stringify(sev)} ` +
+          '(use Error, Warning, Information or Hint).',
+      );
+      continue;
+    }
+    out[code.trim().toUpperCase()] = name;
+  }
+  return out;
+}
+
+function oneOf<T extends string>(
+  value: unknown,
+  allowed: readonly T[],
+  fallback: T,
+  key: string,
+  problems: string[],
+): T {
+  if (value === undefined || value === null) {
+    return fallback;
+  }
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) {
+    return value as T;
+  }
+  problems.push(`torchtrap.${key}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}; using ${fallback}.`);
+  return fallback;
+}
+
+function parseTimeout(value: unknown, problems: string[]): number {
+  if (value === undefined || value === null) {
+    return DEFAULT_PROBE_TIMEOUT;
+  }
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) {
+    return value;
+  }
+  problems.push(`torchtrap.probe.timeout must be a positive number of seconds; using ${DEFAULT_PROBE_TIMEOUT}.`);
+  return DEFAULT_PROBE_TIMEOUT;
+}
+
+function parseNotifications(value: unknown, problems: string[]): NotificationLevel {
+  // Accept booleans too, as older configurations and other editors use them.
+  if (value === true) {
+    return 'always';
+  }
+  if (value === false) {
+    return 'off';
+  }
+  return oneOf(value, ['off', 'onError', 'onWarning', 'always'] as const, 'onError', 'showNotifications', problems);
+}
+
+/** Normalise the raw `torchtrap.*` values into what the server and the launcher need. */
+export function readSettings(get: SettingGetter): Settings {
+  const problems: string[] = [];
+  const enable = get('enable');
+  const interpreter = get('interpreter');
+  const server: ServerSettings = {
+    enable: typeof enable === 'boolean' ? enable : DEFAULTS.enable,
+    run: oneOf(get('run'), ['onType', 'onSave'] as const, 'onType', 'run', problems),
+    select: parseCodeList(get('select'), 'select', problems),
+    ignore: parseCodeList(get('ignore'), 'ignore', problems),
+    severity: parseSeverityMap(get('severity'), problems),
+    probe: { timeout: parseTimeout(get('probe.timeout'), problems) },
+    showNotifications: parseNotifications(get('showNotifications'), problems),
+  };
+  const launch: LaunchSettings = {
+    interpreter: typeof interpreter === 'string' ? interpreter.trim() : '',
+    importStrategy: oneOf(
+      get('importStrategy'),
+      ['useBundled', 'fromEnvironment'] as const,
+      'useBundled',
+      'importStrategy',
+      problems,
+    ),
+  };
+  return { server, launch, problems };
+}
+
+/** Keys whose change needs a new server process (the others are pushed to the running one). */
+export const RESTART_KEYS = ['torchtrap.interpreter', 'torchtrap.importStrategy'] as const;
+
+/** True when the launch settings differ, i.e. the server must be restarted. */
+export function launchChanged(a: LaunchSettings, b: LaunchSettings): boolean {
+  return a.interpreter !== b.interpreter || a.importStrategy !== b.importStrategy;
+}
+
+/** Whether a notification of this kind should be shown under the user's level. */
+export function shouldNotify(level: NotificationLevel, kind: 'error' | 'warning' | 'info'): boolean {
+  switch (level) {
+    case 'off':
+      return false;
+    case 'onError':
+      return kind === 'error';
+    case 'onWarning':
+      return kind === 'error' || kind === 'warning';
+    case 'always':
+      return true;
+  }
+}
