@@ -1,0 +1,89 @@
+"""The experiments the probe knows: id, title, the rules each confirms, and
+the standalone script that runs it in the user's interpreter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchtrap.probe.errors import ProbeError
+
+EXPERIMENTS_DIR = Path(__file__).parent / "experiments"
+PREFLIGHT_SCRIPT = EXPERIMENTS_DIR / "probe_preflight.py"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    title: str
+    script: Path
+    rules: tuple[str, ...] = ()
+    needs_cuda: bool = False
+    timeout_s: float = 60.0
+
+
+def _script(name: str) -> Path:
+    return EXPERIMENTS_DIR / f"probe_{name}.py"
+
+
+# CPU experiments first: they give answers even when the GPU ones hang.
+EXPERIMENTS: tuple[Experiment, ...] = (
+    Experiment(
+        "environment",
+        "Python, OS, torch, CUDA, GPUs, start method, /dev/shm, ulimit",
+        _script("environment"),
+        timeout_s=30.0,
+    ),
+    Experiment(
+        "worker-rng",
+        "RNG streams in DataLoader workers (2 workers, default start method)",
+        _script("worker_rng"),
+        rules=("TT101", "TT102"),
+    ),
+    Experiment(
+        "shm-capacity",
+        "A worker hands a 256 MB batch back through shared memory",
+        _script("shm_capacity"),
+    ),
+    Experiment(
+        "cuda-ipc-share",
+        "CUDA tensors after _share_cuda_() and spawn workers (seed 000)",
+        _script("cuda_ipc_share"),
+        rules=("TT103",),
+        needs_cuda=True,
+        timeout_s=120.0,
+    ),
+    Experiment(
+        "fork-cuda",
+        "A fork worker touching a CUDA tensor",
+        _script("fork_cuda"),
+        rules=("TT103",),
+        needs_cuda=True,
+    ),
+    Experiment(
+        "pin-memory",
+        "Pinned host-to-device copies and their bandwidth",
+        _script("pin_memory"),
+        needs_cuda=True,
+    ),
+)
+
+EXPERIMENT_IDS: tuple[str, ...] = tuple(e.id for e in EXPERIMENTS)
+
+
+def select(only: Sequence[str] | None) -> list[Experiment]:
+    """The experiments named in `only` (ids, or comma-separated ids), in
+    catalog order; all of them when `only` is None or empty."""
+    if not only:
+        return list(EXPERIMENTS)
+    wanted = {name.strip() for item in only for name in item.split(",") if name.strip()}
+    if not wanted:
+        raise ProbeError(f"no experiment named; known: {', '.join(EXPERIMENT_IDS)}")
+    unknown = sorted(wanted - set(EXPERIMENT_IDS))
+    if unknown:
+        raise ProbeError(
+            f"unknown experiment {', '.join(repr(u) for u in unknown)};"
+            f" known: {', '.join(EXPERIMENT_IDS)}"
+        )
+    return [e for e in EXPERIMENTS if e.id in wanted]
