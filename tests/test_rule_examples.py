@@ -7,6 +7,7 @@ import ast
 import textwrap
 
 import pytest
+
 from torchtrap.config import from_table
 from torchtrap.engine import fix_source, lint
 from torchtrap.fixes.apply import apply_edits
