@@ -72,10 +72,11 @@ class Config:
         return True
 
     def severity_for(self, code: str, default: Severity) -> Severity:
-        # The longest matching code or prefix wins ("TT101" beats "TT1").
+        # The longest matching code or prefix wins ("TT101" beats "TT1"); on a
+        # tie the later entry wins, so front-end overrides (merged last) win.
         best: tuple[int, Severity] | None = None
         for key, sev in self.severity:
-            if code.startswith(key) and (best is None or len(key) > best[0]):
+            if code.startswith(key) and (best is None or len(key) >= best[0]):
                 best = (len(key), sev)
         return best[1] if best else default
 

@@ -1,0 +1,68 @@
+"""``torchtrap lsp``: the language server (stdio by default, ``--tcp`` for
+debugging). The CLI calls ``add_arguments`` and ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)"
+    )
+    transport.add_argument(
+        "--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead (for debugging)"
+    )
+    parser.add_argument("--log-file", metavar="PATH", help="write the server log here")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level (default: WARNING)",
+    )
+
+
+def _tcp_address(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SystemExit(f"torchtrap lsp: --tcp expects HOST:PORT, not {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file, encoding="utf-8")
+        if getattr(args, "log_file", None)
+        else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(getattr(args, "log_level", "WARNING"))
+
+    from torchtrap.lsp.server import create_server
+
+    server = create_server()
+    tcp = getattr(args, "tcp", None)
+    if tcp:
+        host, port = _tcp_address(tcp)
+        server.start_tcp(host, port)
+        return 0
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # Anything printed by accident (a rule, a library) must not corrupt the
+    # protocol stream: from here on print() goes to stderr.
+    sys.stdout = sys.stderr
+    server.start_io(stdin, stdout)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="torchtrap lsp", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+__all__ = ["add_arguments", "main", "run"]

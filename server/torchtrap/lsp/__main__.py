@@ -1,0 +1,3 @@
+from torchtrap.lsp import main
+
+raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""Code actions: one quick fix per engine fix, an "Ignore ... on this line"
+action, and ``source.fixAll.torchtrap``.
+
+Listing never builds a fix's edits (``Fix.edits`` may parse with libcst);
+the action carries ``data`` and its edit is built in ``codeAction/resolve``
+(or, for clients without resolve support, by the ``torchtrap.applyFix``
+command the action carries instead).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lsprotocol import types
+
+from torchtrap.engine import fix_source
+from torchtrap.findings import Finding, Fix
+from torchtrap.lsp.diagnostics import to_diagnostic
+from torchtrap.lsp.positions import line_starts, to_client_character, to_lsp_range
+from torchtrap.lsp.settings import Settings
+from torchtrap.lsp.workspace import LintResult
+from torchtrap.notebook import fix_cells
+from torchtrap.source import SourceText
+from torchtrap.suppressions import ignore_edit
+
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.torchtrap"
+KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND]
+
+
+def fix_title(finding: Finding, fix: Fix) -> str:
+    return f"TorchTrap ({finding.code}): {fix.title}"
+
+
+def findings_on_lines(result: LintResult, uri: str, rng: types.Range) -> list[tuple[int, str, int]]:
+    """(finding index, document URI, 0-based start line) of the findings
+    that touch the lines of ``rng`` in document ``uri``."""
+    out = []
+    for index, finding in enumerate(result.findings):
+        if finding.is_syntax_error:
+            continue
+        located = result.locate(finding.range)
+        if located is None or located[0] != uri:
+            continue
+        first, last = located[1].start.line - 1, located[1].end.line - 1
+        if first <= rng.end.line and rng.start.line <= last:
+            out.append((index, uri, first))
+    return out
+
+
+def quick_fixes(
+    result: LintResult,
+    uri: str,
+    rng: types.Range,
+    *,
+    settings: Settings,
+    encoding: str,
+    confirmed: Mapping[str, str],
+    resolve: bool,
+    document_changes: bool,
+) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    ignores: list[types.CodeAction] = []
+    seen_ignores: set[tuple[int, str]] = set()
+    for index, doc_uri, line in findings_on_lines(result, uri, rng):
+        finding = result.findings[index]
+        diag = to_diagnostic(result, index, settings, encoding, confirmed)
+        diagnostics = [diag[1]] if diag else None
+        preferred = next((j for j, f in enumerate(finding.fixes) if f.is_safe), None)
+        for j, fix in enumerate(finding.fixes):
+            action = types.CodeAction(
+                title=fix_title(finding, fix),
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diagnostics,
+                is_preferred=True if j == preferred else None,
+                data={
+                    "key": result.snapshot.key,
+                    "version": result.version,
+                    "index": index,
+                    "fix": j,
+                },
+            )
+            if not resolve:  # the client cannot resolve: let a command build the edit
+                action.data = None
+                action.command = types.Command(
+                    title=action.title,
+                    command="torchtrap.applyFix",
+                    arguments=[doc_uri, result.doc_version(doc_uri), finding.code, line, j],
+                )
+            actions.append(action)
+        if (line, finding.code) in seen_ignores:
+            continue
+        seen_ignores.add((line, finding.code))
+        edit = ignore_line_edit(result, doc_uri, line, finding.code, encoding, document_changes)
+        if edit is not None:
+            ignores.append(
+                types.CodeAction(
+                    title=f"Ignore {finding.code} on this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=diagnostics,
+                    edit=edit,
+                )
+            )
+    return actions + ignores
+
+
+def ignore_line_edit(
+    result: LintResult, uri: str, line: int, code: str, encoding: str, document_changes: bool
+) -> types.WorkspaceEdit | None:
+    """Merge ``code`` into the line's ``# torchtrap: ignore[...]`` or
+    ``# noqa`` comment, or append one (cheap: no libcst, built eagerly)."""
+    edit = ignore_edit(SourceText(result.texts[uri]), line + 1, code)
+    if not edit.new_text and edit.range.start == edit.range.end:
+        return None
+    text_edit = types.TextEdit(to_lsp_range(result.lines[uri], edit.range, encoding), edit.new_text)
+    return workspace_edit(result, {uri: [text_edit]}, document_changes)
+
+
+def workspace_edit(
+    result: LintResult, per_uri: Mapping[str, Sequence[types.TextEdit]], document_changes: bool
+) -> types.WorkspaceEdit:
+    if not document_changes:
+        return types.WorkspaceEdit(changes={uri: list(edits) for uri, edits in per_uri.items()})
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=result.doc_version(uri)
+                ),
+                edits=list(edits),
+            )
+            for uri, edits in per_uri.items()
+        ]
+    )
+
+
+def fix_workspace_edit(
+    result: LintResult, fix: Fix, encoding: str, document_changes: bool
+) -> types.WorkspaceEdit | None:
+    """The fix's edits (built now), mapped to the documents (cells)."""
+    per_uri: dict[str, list[types.TextEdit]] = {}
+    for edit in fix.edits:
+        located = result.locate(edit.range)
+        if located is None:  # spans notebook cells
+            return None
+        uri, rng = located
+        per_uri.setdefault(uri, []).append(
+            types.TextEdit(to_lsp_range(result.lines[uri], rng, encoding), edit.new_text)
+        )
+    return workspace_edit(result, per_uri, document_changes)
+
+
+def lookup(result: LintResult, data: Any) -> tuple[Finding, Fix] | None:
+    """The finding and fix named by an action's ``data``, if still current."""
+    if not isinstance(data, Mapping) or data.get("version") != result.version:
+        return None
+    index, fix_index = data.get("index"), data.get("fix")
+    if not isinstance(index, int) or not 0 <= index < len(result.findings):
+        return None
+    finding = result.findings[index]
+    if not isinstance(fix_index, int) or not 0 <= fix_index < len(finding.fixes):
+        return None
+    return finding, finding.fixes[fix_index]
+
+
+def find_by_line(
+    result: LintResult, uri: str, code: str, line: int, encoding: str
+) -> int | None:
+    """Index of the finding ``code`` that starts on 0-based ``line`` of ``uri``."""
+    rng = types.Range(types.Position(line, 0), types.Position(line, 0))
+    for index, doc_uri, first in findings_on_lines(result, uri, rng):
+        if doc_uri == uri and first == line and result.findings[index].code == code.upper():
+            return index
+    return None
+
+
+def fix_all_edit(
+    result: LintResult, encoding: str, document_changes: bool
+) -> tuple[types.WorkspaceEdit | None, int]:
+    """Every safe fix, in one edit (runs in a worker thread; builds edits)."""
+    snapshot = result.snapshot
+    if result.excluded or not any(f.is_safe for x in result.findings for f in x.fixes):
+        return None, 0
+    per_uri: dict[str, list[types.TextEdit]] = {}
+    if snapshot.notebook:
+        cells = [d.text for d in snapshot.docs]
+        new_cells, count = fix_cells(cells, snapshot.lint_path, result.config)
+        for doc, old, new in zip(snapshot.docs, cells, new_cells, strict=True):
+            if old != new:
+                per_uri[doc.uri] = [minimal_edit(old, new, result.lines[doc.uri], encoding)]
+    else:
+        doc = snapshot.docs[0]
+        new_text, count = fix_source(doc.text, snapshot.lint_path, result.config)
+        if new_text != doc.text:
+            per_uri[doc.uri] = [minimal_edit(doc.text, new_text, result.lines[doc.uri], encoding)]
+    if not per_uri:
+        return None, 0
+    return workspace_edit(result, per_uri, document_changes), count
+
+
+def minimal_edit(old: str, new: str, lines: Sequence[str], encoding: str) -> types.TextEdit:
+    """One edit replacing only the part that differs, so the cursor, folds
+    and undo history outside it survive (a whole-document replace would not)."""
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    if 0 < prefix < len(old) and old[prefix - 1] == "\r" and old[prefix] == "\n":
+        prefix -= 1  # never split a "\r\n"
+    end = len(old) - suffix
+    if 0 < end < len(old) and old[end - 1] == "\r" and old[end] == "\n":
+        end += 1
+    starts = line_starts(old)
+
+    def position(offset: int) -> types.Position:
+        line = bisect.bisect_right(starts, offset) - 1
+        column = offset - starts[line]
+        text = lines[line] if line < len(lines) else ""
+        return types.Position(line, to_client_character(text, column, encoding))
+
+    replacement = new[prefix : len(new) - (len(old) - end)]
+    return types.TextEdit(types.Range(position(prefix), position(end)), replacement)

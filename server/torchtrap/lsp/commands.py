@@ -1,0 +1,292 @@
+"""``workspace/executeCommand`` handlers (IDs are a contract with the VS
+Code client; see docs/editors.md for the arguments)."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import sys
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+import torchtrap
+from torchtrap.lsp import actions
+
+# At run time, not only for type checkers: pygls reads the handlers' type
+# hints when it prepares command arguments.
+from torchtrap.lsp.server import WORK_DONE_TOKEN, TorchTrapServer
+
+REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
+
+RUN_PROBE = "torchtrap.runProbe"
+FIX_ALL = "torchtrap.fixAll"
+APPLY_FIX = "torchtrap.applyFix"
+EXPLAIN_RULE = "torchtrap.explainRule"
+DEBUG_INFO = "torchtrap.debugInfo"
+
+
+def failed(message: str) -> JsonRpcException:
+    return JsonRpcException(message=message, code=REQUEST_FAILED)
+
+
+def register_commands(server: TorchTrapServer) -> None:
+    # Handlers take *args: the arguments arrive as plain JSON values.
+    server.command(RUN_PROBE)(run_probe)
+    server.command(FIX_ALL)(fix_all)
+    server.command(APPLY_FIX)(apply_fix)
+    server.command(EXPLAIN_RULE)(explain_rule)
+    server.command(DEBUG_INFO)(debug_info)
+
+
+# -- the probe ----------------------------------------------------------------
+class _Progress:
+    """Work-done progress for a command: the request's token if it sent one,
+    else a server-created one if the client supports that, else nothing."""
+
+    def __init__(self, ls: TorchTrapServer, token: types.ProgressToken | None) -> None:
+        self.ls = ls
+        self.token = token
+        self.loop = asyncio.get_running_loop()
+
+    async def begin(self, title: str, cancel: threading.Event) -> None:
+        if self.token is None and self.ls.supports("window.work_done_progress"):
+            token = f"torchtrap-{uuid.uuid4()}"
+            try:
+                await self.ls.work_done_progress.create_async(token)
+                self.token = token
+            except Exception:  # the client refused: run without progress
+                self.token = None
+        if self.token is None:
+            return
+        self.ls.work_done_progress.begin(
+            self.token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0)
+        )
+        # window/workDoneProgress/cancel cancels this future (pygls).
+        future = self.ls.work_done_progress.tokens.get(self.token)
+        if future is not None:
+            future.add_done_callback(lambda _: cancel.set())
+
+    def report(self, message: str, done: int, total: int) -> None:
+        """Called from the probe's thread."""
+        if self.token is None:
+            return
+        percentage = int(100 * done / total) if total else None
+        value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+        self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, value)
+
+    def end(self, message: str) -> None:
+        if self.token is None:
+            return
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)
+
+
+async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[{timeout?, python?, only?}]`` -> ``{json, markdown}``."""
+    options = args[0] if args and isinstance(args[0], Mapping) else {}
+    timeout = options.get("timeout")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        timeout = ls.settings.probe_timeout
+    python = options.get("python") or ls.settings.interpreter
+    only = options.get("only") if isinstance(options.get("only"), list) else None
+    try:
+        from torchtrap.probe import ProbeError, render_markdown
+        from torchtrap.probe import run_probe as probe
+    except ImportError as err:
+        raise failed(f"the GPU probe is not available: {err}") from err
+
+    cancel = threading.Event()
+    msg_id = ls.protocol.msg_id
+    ls.probe_cancels[msg_id] = cancel
+    progress = _Progress(ls, WORK_DONE_TOKEN.get())
+    await progress.begin("TorchTrap: GPU probe", cancel)
+
+    def work() -> Any:
+        def on_progress(name: str, done: int, total: int) -> None:
+            progress.report(f"{name} ({done}/{total})", done, total)
+
+        return probe(
+            python=python, timeout=float(timeout), only=only, progress=on_progress, cancel=cancel
+        )
+
+    loop = asyncio.get_running_loop()
+    try:
+        # Not the lint pool: a probe runs for minutes and must not block linting.
+        report = await loop.run_in_executor(None, work)
+    except ProbeError as err:
+        progress.end(f"failed: {err}")
+        raise failed(str(err)) from err
+    except asyncio.CancelledError:
+        cancel.set()  # kills the probe's subprocess
+        progress.end("cancelled")
+        raise
+    finally:
+        ls.probe_cancels.pop(msg_id, None)
+    data = report.to_json()
+    cancelled = bool(data.get("cancelled")) or cancel.is_set()
+    progress.end("cancelled" if cancelled else "done")
+    if not cancelled:
+        ls.probe_results[python] = data
+        ls.relint_all()  # confirmed findings get the probe's evidence
+    return {"json": data, "markdown": render_markdown(data)}
+
+
+# -- fixes ----------------------------------------------------------------------
+async def _apply(ls: TorchTrapServer, edit: types.WorkspaceEdit, label: str) -> bool:
+    response = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=edit, label=label)
+    )
+    return bool(getattr(response, "applied", False))
+
+
+async def fix_all(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[uri]``: apply every safe fix of the document (or notebook)."""
+    uri = args[0] if args else None
+    if isinstance(uri, Mapping):
+        uri = uri.get("uri")
+    if not isinstance(uri, str):
+        raise failed("torchtrap.fixAll expects [uri]")
+    key = ls.unit_key(uri)
+    result = await ls.current_result(key) if key else None
+    if result is None:
+        raise failed(f"{uri} is not open in the TorchTrap server")
+    loop = asyncio.get_running_loop()
+    edit, count = await loop.run_in_executor(
+        ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+    )
+    if edit is None:
+        return {"applied": False, "fixes": 0}
+    applied = await _apply(ls, edit, "TorchTrap: fix all")
+    return {"applied": applied, "fixes": count if applied else 0}
+
+
+def _fix_arguments(args: tuple[Any, ...]) -> tuple[str, int | None, str, int, int]:
+    if len(args) == 1 and isinstance(args[0], Mapping):
+        d = args[0]
+        values = [d.get("uri"), d.get("version"), d.get("code"), d.get("line"), d.get("fix", 0)]
+    else:
+        values = list(args) + [None] * (5 - len(args))
+    uri, version, code, line, fix = values[:5]
+    fix = 0 if fix is None else fix
+    if not (isinstance(uri, str) and isinstance(code, str) and isinstance(line, int)):
+        raise failed("torchtrap.applyFix expects [uri, version, code, line, fixIndex]")
+    if not isinstance(fix, int) or (version is not None and not isinstance(version, int)):
+        raise failed("torchtrap.applyFix: version and fixIndex must be integers")
+    return uri, version, code, line, fix
+
+
+async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[uri, version, code, line, fixIndex]`` (line 0-based, as in LSP;
+    version may be null) or one object with those keys (``fix`` for the index)."""
+    uri, version, code, line, fix_index = _fix_arguments(args)
+    key = ls.unit_key(uri)
+    result = await ls.current_result(key) if key else None
+    if result is None:
+        raise failed(f"{uri} is not open in the TorchTrap server")
+    if version is not None and result.doc_version(uri) != version:
+        raise failed(f"{uri} changed since version {version}; ask for the fixes again")
+    index = actions.find_by_line(result, uri, code, line, ls.encoding)
+    if index is None:
+        raise failed(f"no {code} finding on line {line + 1} of {uri}")
+    finding = result.findings[index]
+    if not 0 <= fix_index < len(finding.fixes):
+        raise failed(f"{code} on line {line + 1} has no fix number {fix_index}")
+    loop = asyncio.get_running_loop()
+    edit = await loop.run_in_executor(
+        ls.lint_pool,
+        actions.fix_workspace_edit,
+        result,
+        finding.fixes[fix_index],
+        ls.encoding,
+        ls.document_changes,
+    )
+    if edit is None:
+        raise failed("this fix spans notebook cells and cannot be applied")
+    applied = await _apply(ls, edit, actions.fix_title(finding, finding.fixes[fix_index]))
+    return {"applied": applied}
+
+
+# -- information ------------------------------------------------------------------
+def explain_rule(ls: TorchTrapServer, *args: Any) -> Any:
+    """``[]`` -> ``[{code, name, summary}]``; ``[code]`` -> ``{code, name, markdown}``."""
+    from torchtrap.rules import ALL_RULES, get_rule
+
+    if not args or args[0] in (None, ""):
+        return [{"code": r.code, "name": r.name, "summary": r.summary} for r in ALL_RULES]
+    if not isinstance(args[0], str):
+        raise failed("torchtrap.explainRule expects [] or [code]")
+    rule = get_rule(args[0])
+    if rule is None:
+        raise failed(f"unknown rule {args[0]!r}")
+    return {"code": rule.code, "name": rule.name, "markdown": rule.markdown()}
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def debug_info(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """Versions, interpreter, settings and the config in force per open unit."""
+    from torchtrap.rules import ALL_RULES
+
+    configs = {}
+    for key, state in ls.units.items():
+        result = state.result
+        if result is None:
+            continue
+        config = result.config
+        configs[key] = {
+            "pyproject": str(config.source) if config.source else None,
+            "select": list(config.select) if config.select is not None else None,
+            "ignore": list(config.ignore),
+            "severity": {k: v.value for k, v in config.severity},
+            "torchVersion": config.torch_version,
+            "excluded": result.excluded,
+            "version": result.version,
+        }
+    info: dict[str, Any] = {
+        "torchtrap": torchtrap.__version__,
+        "python": sys.version.split()[0],
+        "interpreter": sys.executable,
+        "platform": platform.platform(),
+        "pygls": _version("pygls"),
+        "lsprotocol": _version("lsprotocol"),
+        "torch": _version("torch"),
+        "positionEncoding": ls.encoding,
+        "settings": ls.settings.to_json(),
+        "rules": [r.code for r in ALL_RULES],
+        "openDocuments": len(ls.docs),
+        "openNotebooks": len(ls.notebooks),
+        "lints": ls.lint_count,
+        "probeResults": sorted(ls.probe_results),
+        "configs": configs,
+    }
+    lines = ["# TorchTrap debug info", ""]
+    for key in ("torchtrap", "python", "interpreter", "platform", "pygls", "lsprotocol", "torch"):
+        lines.append(f"- **{key}**: `{info[key]}`")
+    lines.append(f"- **position encoding**: `{ls.encoding}`")
+    lines.append(f"- **rules**: {', '.join(info['rules']) or 'none'}")
+    lines.append(
+        f"- **open**: {info['openDocuments']} documents, {info['openNotebooks']} notebooks"
+    )
+    lines += ["", "## Settings", "", "```json", _json(info["settings"]), "```"]
+    if configs:
+        lines += ["", "## Config in force", "", "```json", _json(configs), "```"]
+    info["markdown"] = "\n".join(lines) + "\n"
+    return info
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, indent=2, sort_keys=True)

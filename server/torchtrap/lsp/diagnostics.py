@@ -1,0 +1,106 @@
+"""Findings -> LSP diagnostics (per document; a notebook's go to its cells)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from torchtrap.findings import Finding, Severity
+from torchtrap.lsp.positions import to_lsp_range
+from torchtrap.lsp.settings import Settings
+from torchtrap.lsp.workspace import LintResult
+
+SOURCE = "torchtrap"
+
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+# While the user types, most syntax errors are transient and the editor's
+# Python support already reports them; TT000 is information unless the
+# user sets a severity for it (see docs/editors.md).
+SYNTAX_ERROR_SEVERITY = Severity.INFO
+
+
+def finding_severity(finding: Finding, settings: Settings) -> Severity:
+    if finding.is_syntax_error:
+        override = dict(settings.severity)
+        return override.get(finding.code, SYNTAX_ERROR_SEVERITY)
+    return finding.severity  # already rule default -> pyproject -> editor
+
+
+def to_diagnostic(
+    result: LintResult,
+    index: int,
+    settings: Settings,
+    encoding: str,
+    confirmed: Mapping[str, str],
+) -> tuple[str, types.Diagnostic] | None:
+    finding = result.findings[index]
+    located = result.locate(finding.range)
+    if located is None:
+        return None
+    uri, rng = located
+    lines = result.lines.get(uri, [])
+    message = finding.message
+    if finding.is_syntax_error:
+        message = (
+            f"TorchTrap cannot parse this code yet ({finding.message}); "
+            "showing the findings of the last version that parsed"
+        )
+    elif finding.code in confirmed:
+        message += f" (confirmed on this machine by the GPU probe: {confirmed[finding.code]})"
+    related = []
+    for loc in finding.related:
+        if loc.path is not None:
+            # Another file: its text is not at hand, so columns stay code
+            # points (exact for ASCII lines).
+            rel_uri = from_fs_path(loc.path) or loc.path
+            rel = types.Location(
+                rel_uri,
+                types.Range(
+                    types.Position(max(loc.range.start.line - 1, 0), loc.range.start.column),
+                    types.Position(max(loc.range.end.line - 1, 0), loc.range.end.column),
+                ),
+            )
+        else:
+            loc_located = result.locate(loc.range)
+            if loc_located is None:
+                continue
+            rel = types.Location(
+                loc_located[0],
+                to_lsp_range(result.lines.get(loc_located[0], []), loc_located[1], encoding),
+            )
+        related.append(types.DiagnosticRelatedInformation(rel, loc.message))
+    diagnostic = types.Diagnostic(
+        range=to_lsp_range(lines, rng, encoding),
+        message=message,
+        severity=SEVERITIES[finding_severity(finding, settings)],
+        code=finding.code,
+        code_description=(
+            None
+            if finding.is_syntax_error
+            else types.CodeDescription(href=settings.docs_url(finding.code))
+        ),
+        source=SOURCE,
+        related_information=related or None,
+        data={"index": index, "version": result.version, "name": finding.name},
+    )
+    return uri, diagnostic
+
+
+def build_diagnostics(
+    result: LintResult, settings: Settings, encoding: str, confirmed: Mapping[str, str]
+) -> dict[str, list[types.Diagnostic]]:
+    """Every document of the unit -> its diagnostics (possibly empty)."""
+    out: dict[str, list[types.Diagnostic]] = {doc.uri: [] for doc in result.snapshot.docs}
+    for index in range(len(result.findings)):
+        item = to_diagnostic(result, index, settings, encoding, confirmed)
+        if item is not None:
+            out.setdefault(item[0], []).append(item[1])
+    return out

@@ -1,0 +1,88 @@
+"""Hover: a rule's docs on a finding's range, and on a rule code written in
+a suppression comment (``# torchtrap: ignore[TT101]``, ``# noqa: TT101``)."""
+
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types
+
+from torchtrap.findings import Position, Range
+from torchtrap.lsp.positions import from_client_character, to_lsp_range
+from torchtrap.lsp.settings import Settings
+from torchtrap.lsp.workspace import LintResult
+from torchtrap.rules import get_rule
+from torchtrap.suppressions import COMMENT_RE
+
+_CODE_RE = re.compile(r"[A-Za-z]+[0-9]+")
+
+
+def rule_markdown(code: str, settings: Settings) -> str | None:
+    rule = get_rule(code)
+    if rule is None:
+        return None
+    return f"{rule.markdown().rstrip()}\n\n[Rule documentation]({settings.docs_url(rule.code)})"
+
+
+def code_in_comment(line: str, column: int) -> tuple[str, int, int] | None:
+    """The rule code under ``column`` inside a suppression comment."""
+    if "#" not in line:
+        return None
+    for match in COMMENT_RE.finditer(line):
+        for group in ("tt_codes", "noqa_codes"):
+            if match.group(group) is None:
+                continue
+            start = match.start(group)
+            for code in _CODE_RE.finditer(match.group(group)):
+                if start + code.start() <= column <= start + code.end():
+                    return code.group(0).upper(), start + code.start(), start + code.end()
+    return None
+
+
+def hover(
+    result: LintResult | None,
+    uri: str,
+    lines: list[str],
+    position: types.Position,
+    settings: Settings,
+    encoding: str,
+) -> types.Hover | None:
+    line = lines[position.line] if position.line < len(lines) else ""
+    column = from_client_character(line, position.character, encoding)
+    in_comment = code_in_comment(line, column)
+    if in_comment is not None:
+        code, start, end = in_comment
+        text = rule_markdown(code, settings)
+        if text is None:
+            return None
+        rng = Range(Position(position.line + 1, start), Position(position.line + 1, end))
+        return _hover(text, to_lsp_range(lines, rng, encoding))
+    if result is None:
+        return None
+    here = result.to_unit(uri, Position(position.line + 1, column))
+    if here is None:
+        return None
+    parts: list[str] = []
+    hit: Range | None = None
+    seen: set[str] = set()
+    for finding in result.findings:
+        if finding.is_syntax_error or not finding.range.start <= here <= finding.range.end:
+            continue
+        hit = hit or finding.range
+        parts.append(f"**TorchTrap {finding.code}**: {finding.message}")
+        if finding.code not in seen:
+            seen.add(finding.code)
+            docs = rule_markdown(finding.code, settings)
+            if docs:
+                parts.append(docs)
+    if not parts or hit is None:
+        return None
+    located = result.locate(hit)
+    rng_lsp = to_lsp_range(result.lines[located[0]], located[1], encoding) if located else None
+    return _hover("\n\n---\n\n".join(parts), rng_lsp)
+
+
+def _hover(markdown: str, rng: types.Range | None) -> types.Hover:
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown), range=rng
+    )

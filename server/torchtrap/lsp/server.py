@@ -1,0 +1,681 @@
+"""The language server: a thin adapter from LSP to the engine.
+
+Flow: a document change updates our own document store at once (on the
+event loop), then a per-unit debounce timer starts a lint in a worker
+thread. A result is published only if the unit is still at the version the
+result was computed for (the version guard); a lint that finds the unit
+changed while it ran is simply dropped, and at most one lint per unit runs
+at a time (a change during a run marks it dirty, and it runs again on the
+latest text). The last result per unit is cached for code actions and
+hover, which therefore never re-lint an unchanged document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+import torchtrap
+from torchtrap.lsp import actions, carry, hover
+from torchtrap.lsp.diagnostics import build_diagnostics
+from torchtrap.lsp.documents import DocumentStore, LineShift
+from torchtrap.lsp.notebooks import SELECTOR, NotebookStore
+from torchtrap.lsp.positions import UTF16, choose_encoding
+from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
+from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
+
+log = logging.getLogger("torchtrap.lsp")
+
+# The workDoneToken of the executeCommand request being handled (pygls only
+# passes a command its arguments).
+WORK_DONE_TOKEN: contextvars.ContextVar[types.ProgressToken | None] = contextvars.ContextVar(
+    "work_done_token", default=None
+)
+
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+
+
+class TorchTrapProtocol(LanguageServerProtocol):
+    """pygls' protocol, minus its own document store (ours handles line
+    breaks and encodings exactly; see documents.py) and with hooks for the
+    encoding choice, command progress tokens and request cancellation."""
+
+    _server: TorchTrapServer
+
+    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        # pygls takes the client's first offered encoding; we prefer UTF-8.
+        general = params.capabilities.general
+        if general is not None and general.position_encodings:
+            general.position_encodings = [choose_encoding(general.position_encodings)]
+        return (yield from super().lsp_initialize(params))
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def lsp_notebook_document__did_open(self, params: types.DidOpenNotebookDocumentParams) -> Any:
+        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(
+        self, params: types.DidChangeNotebookDocumentParams
+    ) -> Any:
+        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def lsp_notebook_document__did_close(
+        self, params: types.DidCloseNotebookDocumentParams
+    ) -> Any:
+        yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CLOSE, params)
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        # The command's task is created from this context, so it sees the token.
+        WORK_DONE_TOKEN.set(params.work_done_token)
+        return (yield from super().lsp_workspace__execute_command(params))
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        # pygls cancels the request's future; a running probe must also be
+        # told, so that its subprocess is killed.
+        self._server.cancel_request(msg_id)
+        super()._handle_cancel_notification(msg_id)
+
+
+@dataclass
+class UnitState:
+    """Scheduling state and cache of one lint unit (document or notebook)."""
+
+    timer: asyncio.TimerHandle | None = None
+    running: bool = False
+    dirty: bool = False
+    result: LintResult | None = None
+    published_version: int | None = None
+
+
+class TorchTrapServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "torchtrap",
+            torchtrap.__version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=SELECTOR,
+            protocol_cls=TorchTrapProtocol,
+        )
+        self.settings = Settings()
+        self.docs = DocumentStore()
+        self.notebooks = NotebookStore()
+        self.units: dict[str, UnitState] = {}
+        self.carry = carry.CarryStore()
+        self.configs = ConfigCache()
+        # Our own pool: pygls' pool also reads stdin, and must never starve.
+        self.lint_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchtrap-lint")
+        self.encoding = UTF16
+        self.root_path: str | None = None
+        self.probe_results: dict[str, dict[str, Any]] = {}  # interpreter -> probe JSON
+        self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event
+        self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
+        self.reported: set[str] = set()  # warnings already shown
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.lint_count = 0  # for tests and debugInfo
+        self.init_options_given = False
+
+    # -- capabilities ------------------------------------------------------
+    def supports(self, dotted: str) -> bool:
+        """Whether the client capability at ``a.b.c`` is present and truthy."""
+        node: Any = self.client_capabilities
+        for part in dotted.split("."):
+            node = getattr(node, part, None)
+            if node is None:
+                return False
+        return bool(node)
+
+    @property
+    def resolve_support(self) -> bool:
+        node = self.client_capabilities.text_document
+        support = node.code_action.resolve_support if node and node.code_action else None
+        return support is not None and "edit" in support.properties
+
+    @property
+    def document_changes(self) -> bool:
+        return self.supports("workspace.workspace_edit.document_changes")
+
+    # -- configuration -----------------------------------------------------
+    def update_settings(self, raw: Any) -> None:
+        self.settings = parse_settings(raw, Settings())
+        for problem in self.settings.problems:
+            self.warn(f"settings: {problem}")
+
+    def warn(self, message: str, kind: str = "warning", *, logged: bool = False) -> None:
+        """Log (unless already logged); pop up once per message if
+        showNotifications allows."""
+        mtype = types.MessageType.Error if kind == "error" else types.MessageType.Warning
+        if not logged:
+            self.window_log_message(types.LogMessageParams(mtype, f"TorchTrap: {message}"))
+        if message not in self.reported and self.settings.notify(kind):
+            self.reported.add(message)
+            self.window_show_message(types.ShowMessageParams(mtype, f"TorchTrap: {message}"))
+
+    def confirmed(self) -> dict[str, str]:
+        report = self.probe_results.get(self.settings.interpreter)
+        if not report:
+            return {}
+        try:
+            from torchtrap.probe import confirmed_rules
+
+            return confirmed_rules(report)
+        except Exception:  # a malformed report must not stop linting
+            log.exception("cannot read the probe report")
+            return {}
+
+    # -- units ---------------------------------------------------------------
+    def unit_key(self, uri: str) -> str | None:
+        """The lint unit a document URI belongs to (a cell: its notebook)."""
+        owner = self.notebooks.owner(uri)
+        if owner is not None:
+            return owner
+        if self.notebooks.get(uri) is not None or self.docs.get(uri) is not None:
+            return uri
+        return None
+
+    def current_version(self, key: str) -> int | None:
+        notebook = self.notebooks.get(key)
+        if notebook is not None:
+            return notebook.version
+        doc = self.docs.get(key)
+        return doc.version if doc is not None else None
+
+    def snapshot(self, key: str) -> Snapshot | None:
+        notebook = self.notebooks.get(key)
+        if notebook is not None:
+            cells = notebook.code_cells(self.docs)
+            texts = []
+            for uri in cells:
+                doc = self.docs.get(uri)
+                if doc is not None:
+                    texts.append(DocText(uri, doc.text, doc.version))
+            fallback = {
+                i: self.good_cell_texts[d.uri]
+                for i, d in enumerate(texts)
+                if d.uri in self.good_cell_texts
+            }
+            return Snapshot(key, notebook.version, notebook.path, tuple(texts), True, fallback)
+        doc = self.docs.get(key)
+        if doc is None:
+            return None
+        return Snapshot(key, doc.version, doc.path, (DocText(doc.uri, doc.text, doc.version),))
+
+    # -- linting -------------------------------------------------------------
+    def request_lint(self, key: str, delay: float | None = None) -> None:
+        """Lint ``key`` after ``delay`` seconds (default: the debounce);
+        a newer request replaces a pending one."""
+        if self.loop is None:
+            self.loop = asyncio.get_event_loop()
+        state = self.units.setdefault(key, UnitState())
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        if delay is None:
+            delay = self.settings.debounce_ms / 1000
+        if delay <= 0:
+            self._start(key)
+        else:
+            state.timer = self.loop.call_later(delay, self._start, key)
+
+    def relint_all(self) -> None:
+        for key in list(self.units):
+            state = self.units[key]
+            state.result = None
+            state.published_version = None
+            self.request_lint(key, 0)
+
+    def _start(self, key: str) -> None:
+        state = self.units.get(key)
+        if state is None:
+            return
+        state.timer = None
+        if state.running:
+            state.dirty = True
+            return
+        state.running = True
+        task = asyncio.ensure_future(self._run(key, state))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, key: str, state: UnitState) -> None:
+        try:
+            while True:
+                state.dirty = False
+                snap = self.snapshot(key)
+                if snap is None:
+                    return
+                if not self.settings.enable:
+                    self.publish_empty(key)
+                    return
+                if state.published_version == snap.version and state.result is not None:
+                    return  # already linted and published (e.g. by a code action)
+                computed = await self.compute(snap)
+                if self.units.get(key) is not state:
+                    return  # closed meanwhile: its state is gone, publish nothing
+                if computed is not None and self.current_version(key) == snap.version:
+                    state.result = computed[0]
+                    self.publish(computed[0], computed[1])
+                    state.published_version = snap.version
+                if not state.dirty:
+                    return
+        finally:
+            state.running = False
+
+    async def compute(
+        self, snap: Snapshot
+    ) -> tuple[LintResult, dict[str, list[types.Diagnostic]]] | None:
+        """Lint in the worker pool; None (logged) if the engine itself fails."""
+        loop = asyncio.get_running_loop()
+        settings, encoding, confirmed = self.settings, self.encoding, self.confirmed()
+
+        def work() -> tuple[LintResult, dict[str, list[types.Diagnostic]]]:
+            config = settings.apply(self.configs.get(snap.path, self.root_path))
+            result = compute(snap, config)
+            return result, build_diagnostics(result, settings, encoding, confirmed)
+
+        try:
+            result = await loop.run_in_executor(self.lint_pool, work)
+        except Exception as err:  # never crash, never pop up per keystroke
+            log.exception("linting %s failed", snap.key)
+            self.warn(f"linting {snap.key} failed: {err!r} (see the log)", "error", logged=True)
+            return None
+        self.lint_count += 1
+        for warning in result[0].config.warnings:
+            self.warn(warning)
+        return result
+
+    async def current_result(self, key: str) -> LintResult | None:
+        """The result for the unit's current version (linted now if needed)."""
+        state = self.units.get(key)
+        version = self.current_version(key)
+        if state is None or version is None:
+            return None
+        if state.result is not None and state.result.version == version:
+            return state.result
+        snap = self.snapshot(key)
+        if snap is None:
+            return None
+        computed = await self.compute(snap)
+        if computed is None or self.units.get(key) is not state:
+            return None
+        if self.current_version(key) == snap.version:
+            state.result = computed[0]
+            if self.settings.on_type and self.settings.enable:
+                self.publish(computed[0], computed[1])
+                state.published_version = snap.version
+        return computed[0]
+
+    def publish(self, result: LintResult, diagnostics: dict[str, list[types.Diagnostic]]) -> None:
+        for uri, diags in diagnostics.items():
+            if uri in result.broken:
+                # Typing in progress: keep the last good findings (moved with
+                # the edits since) next to the syntax error; see carry.py.
+                diags = self.carry.get(uri) + diags
+            else:
+                self.carry.remember(uri, diags)
+                if result.snapshot.notebook:
+                    self.good_cell_texts[uri] = result.texts[uri]
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri, diags, result.doc_version(uri))
+            )
+
+    def publish_empty(self, key: str) -> None:
+        notebook = self.notebooks.get(key)
+        uris = [c.document for c in notebook.cells] if notebook else [key]
+        for uri in uris:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
+
+    def forget(self, key: str, uris: list[str]) -> None:
+        """Free everything kept for a closed unit and clear its squiggles."""
+        state = self.units.pop(key, None)
+        if state is not None and state.timer is not None:
+            state.timer.cancel()
+        for uri in uris:
+            self.carry.forget(uri)
+            self.good_cell_texts.pop(uri, None)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
+
+    def moved(self, uri: str, shift: LineShift | None) -> None:
+        self.carry.moved(uri, shift)
+
+    def cancel_request(self, msg_id: Any) -> None:
+        event = self.probe_cancels.get(msg_id)
+        if event is not None:
+            event.set()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would pop up every error; we log, and pop up per showNotifications.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        self.warn(f"internal error: {error}", "error", logged=True)
+
+
+def is_python(doc_uri: str, language_id: str) -> bool:
+    return language_id == "python" or doc_uri.endswith(PYTHON_SUFFIXES)
+
+
+def create_server() -> TorchTrapServer:
+    server = TorchTrapServer()
+    _register(server)
+    from torchtrap.lsp.commands import register_commands
+
+    register_commands(server)
+    return server
+
+
+def _register(server: TorchTrapServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TorchTrapServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_event_loop()
+        ls.encoding = str(ls.workspace.position_encoding or UTF16)
+        ls.root_path = ls.workspace.root_path
+        if params.workspace_folders and not ls.root_path:
+            from pygls.uris import to_fs_path
+
+            ls.root_path = to_fs_path(params.workspace_folders[0].uri)
+        ls.init_options_given = params.initialization_options is not None
+        ls.update_settings(params.initialization_options)
+        _install_log_forwarding(ls)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: TorchTrapServer, params: types.InitializedParams) -> None:
+        registrations = []
+        if ls.supports("workspace.did_change_watched_files.dynamic_registration"):
+            registrations.append(
+                types.Registration(
+                    id="torchtrap-pyproject",
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                        watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                    ),
+                )
+            )
+        if ls.supports("workspace.did_change_configuration.dynamic_registration"):
+            registrations.append(
+                types.Registration(
+                    id="torchtrap-configuration",
+                    method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                    register_options=types.DidChangeConfigurationRegistrationOptions(
+                        section="torchtrap"
+                    ),
+                )
+            )
+        if registrations:
+            try:
+                await ls.client_register_capability_async(
+                    types.RegistrationParams(registrations=registrations)
+                )
+            except Exception as err:  # optional: the mtime check still re-reads configs
+                log.warning("client refused registrations: %s", err)
+        if params is not None and not ls.init_options_given and await _pull_settings(ls):
+            ls.relint_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: TorchTrapServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        raw = params.settings
+        if isinstance(raw, dict) and isinstance(raw.get("torchtrap"), dict):
+            ls.update_settings(raw["torchtrap"])
+        elif not await _pull_settings(ls):
+            return
+        ls.configs.clear()
+        if not ls.settings.enable:
+            for key in list(ls.units):
+                ls.publish_empty(key)
+        ls.relint_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: TorchTrapServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        ls.configs.clear()
+        ls.relint_all()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchTrapServer, params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        if not is_python(item.uri, item.language_id):
+            return
+        ls.docs.open(item)
+        ls.request_lint(item.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchTrapServer, params: types.DidChangeTextDocumentParams) -> None:
+        doc = ls.docs.get(params.text_document.uri)
+        if doc is None:
+            return
+        for change in params.content_changes:
+            ls.moved(doc.uri, doc.apply(change, ls.encoding))
+        doc.version = params.text_document.version
+        if ls.settings.on_type:
+            ls.request_lint(doc.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: TorchTrapServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.endswith("pyproject.toml"):
+            ls.configs.clear()
+            ls.relint_all()
+            return
+        key = ls.unit_key(uri)
+        if key is not None:
+            ls.request_lint(key, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchTrapServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.docs.close(uri) is not None:
+            ls.forget(uri, [uri])
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: TorchTrapServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.notebooks.open(params, ls.docs)
+        ls.request_lint(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(
+        ls: TorchTrapServer, params: types.DidChangeNotebookDocumentParams
+    ) -> None:
+        key = params.notebook_document.uri
+        if ls.notebooks.get(key) is None:
+            return
+        change = ls.notebooks.change(params, ls.docs, ls.encoding)
+        for uri, shift in change.shifts:
+            ls.moved(uri, shift)
+        for uri in change.closed:
+            ls.carry.forget(uri)
+            ls.good_cell_texts.pop(uri, None)
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
+        structural = params.change.cells is not None and (
+            params.change.cells.structure is not None or params.change.cells.data
+        )
+        if ls.settings.on_type or structural:
+            ls.request_lint(key)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: TorchTrapServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.request_lint(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: TorchTrapServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        cells = ls.notebooks.close(uri, ls.docs)
+        ls.forget(uri, cells)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=actions.KINDS, resolve_provider=True),
+    )
+    async def code_action(
+        ls: TorchTrapServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        key = ls.unit_key(uri)
+        if key is None or not ls.settings.enable:
+            return None
+        result = await ls.current_result(key)
+        if result is None or result.excluded:
+            return None
+        only = params.context.only
+        out: list[types.CodeAction] = []
+        if _wants(only, types.CodeActionKind.QuickFix):
+            out += actions.quick_fixes(
+                result,
+                uri,
+                params.range,
+                settings=ls.settings,
+                encoding=ls.encoding,
+                confirmed=ls.confirmed(),
+                resolve=ls.resolve_support,
+                document_changes=ls.document_changes,
+            )
+        if _wants(only, actions.FIX_ALL_KIND) and any(
+            fix.is_safe for finding in result.findings for fix in finding.fixes
+        ):
+            action = types.CodeAction(
+                title="TorchTrap: fix all safe fixes",
+                kind=actions.FIX_ALL_KIND,
+                data={"key": key, "version": result.version, "fixAll": True},
+            )
+            if only or not ls.resolve_support:
+                # Asked for explicitly (e.g. editor.codeActionsOnSave): build now.
+                loop = asyncio.get_running_loop()
+                edit, _ = await loop.run_in_executor(
+                    ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+                )
+                if edit is None:
+                    return out or None
+                action.edit, action.data = edit, None
+            out.append(action)
+        return out or None
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(
+        ls: TorchTrapServer, action: types.CodeAction
+    ) -> types.CodeAction:
+        data = action.data
+        if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+            return action
+        state = ls.units.get(data["key"])
+        result = state.result if state else None
+        if result is None or result.version != data.get("version"):
+            return action  # the document moved on: the client re-requests actions
+        loop = asyncio.get_running_loop()
+        if data.get("fixAll"):
+            edit, _ = await loop.run_in_executor(
+                ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+            )
+        else:
+            found = actions.lookup(result, data)
+            if found is None:
+                return action
+            edit = await loop.run_in_executor(
+                ls.lint_pool,
+                actions.fix_workspace_edit,
+                result,
+                found[1],
+                ls.encoding,
+                ls.document_changes,
+            )
+        if edit is not None:
+            action.edit = edit
+        return action
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def on_hover(ls: TorchTrapServer, params: types.HoverParams) -> types.Hover | None:
+        uri = params.text_document.uri
+        doc = ls.docs.get(uri)
+        key = ls.unit_key(uri)
+        if doc is None or key is None:
+            return None
+        lines = doc.lines
+        result = await ls.current_result(key) if ls.settings.enable else None
+        if result is not None and result.version != ls.current_version(key):
+            result = None
+        return hover.hover(result, uri, lines, params.position, ls.settings, ls.encoding)
+
+
+def _wants(only: Any, kind: str) -> bool:
+    """Whether a request's ``context.only`` admits ``kind`` (prefix rule)."""
+    if not only:
+        return kind == types.CodeActionKind.QuickFix or kind.startswith("source.fixAll")
+    return any(kind == k or kind.startswith(f"{k}.") for k in map(str, only))
+
+
+async def _pull_settings(ls: TorchTrapServer) -> bool:
+    """Ask the client for the ``torchtrap`` section (pull model)."""
+    if not ls.supports("workspace.configuration"):
+        return False
+    try:
+        result = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="torchtrap")])
+        )
+    except Exception as err:
+        log.warning("workspace/configuration failed: %s", err)
+        return False
+    if not result or not isinstance(result[0], dict):
+        return False
+    ls.update_settings(result[0])
+    return True
+
+
+class _ForwardToClient(logging.Handler):
+    """Engine warnings (a broken rule, a bad config) -> window/logMessage,
+    from any thread."""
+
+    def __init__(self, ls: TorchTrapServer) -> None:
+        super().__init__(logging.WARNING)
+        self.ls = ls
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = self.ls.loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            message = self.format(record)
+        except Exception:
+            return
+        error = record.levelno >= logging.ERROR
+        mtype = types.MessageType.Error if error else types.MessageType.Warning
+        params = types.LogMessageParams(mtype, message)
+        loop.call_soon_threadsafe(self.ls.window_log_message, params)
+
+
+def _install_log_forwarding(ls: TorchTrapServer) -> None:
+    logger = logging.getLogger("torchtrap")
+    if not any(isinstance(h, _ForwardToClient) for h in logger.handlers):
+        handler = _ForwardToClient(ls)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+

@@ -1,0 +1,98 @@
+"""What gets linted: a lint *unit* is an open Python document or an open
+notebook (its code cells, linted together). A ``Snapshot`` freezes a unit's
+text at one version on the event loop; ``compute`` lints it in a worker
+thread; the ``LintResult`` maps findings back to documents (cells) and is
+cached per unit, so code actions and hover never re-lint."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from torchtrap.config import Config
+from torchtrap.engine import lint
+from torchtrap.findings import Finding, Position, Range
+from torchtrap.lsp.positions import split_lines
+from torchtrap.notebook import NotebookModule, lint_cells
+
+log = logging.getLogger("torchtrap.lsp")
+
+
+@dataclass(frozen=True)
+class DocText:
+    uri: str
+    text: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    key: str  # the document's URI, or the notebook's
+    version: int  # the document's version, or the notebook's
+    path: str | None  # filesystem path (config lookup, rules); None if unsaved
+    docs: tuple[DocText, ...]  # one, or the notebook's code cells in order
+    notebook: bool = False
+    fallback: Mapping[int, str] = field(default_factory=dict)  # cell -> last parseable text
+
+    @property
+    def lint_path(self) -> str:
+        return self.path or ("<notebook>" if self.notebook else "<untitled>")
+
+
+@dataclass
+class LintResult:
+    snapshot: Snapshot
+    config: Config
+    findings: list[Finding]  # unit coordinates (joined module for notebooks)
+    module: NotebookModule | None = None
+    broken: frozenset[str] = frozenset()  # URIs of documents (cells) that do not parse
+    lines: dict[str, list[str]] = field(default_factory=dict)  # URI -> LSP lines
+    texts: dict[str, str] = field(default_factory=dict)  # URI -> text
+    excluded: bool = False
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
+
+    def locate(self, rng: Range) -> tuple[str, Range] | None:
+        """A unit range as (document URI, range in that document)."""
+        if self.module is None:
+            return self.snapshot.key, rng
+        located = self.module.cell_range(rng)
+        if located is None:
+            return None
+        return self.snapshot.docs[located[0]].uri, located[1]
+
+    def to_unit(self, uri: str, position: Position) -> Position | None:
+        """A document (cell) position in unit coordinates."""
+        if self.module is None:
+            return position if uri == self.snapshot.key else None
+        for index, doc in enumerate(self.snapshot.docs):
+            if doc.uri == uri:
+                return self.module.from_cell(index, position)
+        return None
+
+    def doc_version(self, uri: str) -> int | None:
+        for doc in self.snapshot.docs:
+            if doc.uri == uri:
+                return doc.version
+        return None
+
+
+def compute(snapshot: Snapshot, config: Config) -> LintResult:
+    """Lint a snapshot (runs in a worker thread; never raises for bad code)."""
+    texts = {d.uri: d.text for d in snapshot.docs}
+    lines = {uri: split_lines(text) for uri, text in texts.items()}
+    if snapshot.path and config.is_excluded(snapshot.path):
+        return LintResult(snapshot, config, [], lines=lines, texts=texts, excluded=True)
+    if not snapshot.notebook:
+        findings = lint(snapshot.docs[0].text, snapshot.lint_path, config)
+        failed = any(f.is_syntax_error for f in findings)
+        broken = frozenset({snapshot.key}) if failed else frozenset()
+        return LintResult(snapshot, config, findings, None, broken, lines, texts)
+    result = lint_cells(
+        [d.text for d in snapshot.docs], snapshot.lint_path, config, fallback=snapshot.fallback
+    )
+    broken = frozenset(snapshot.docs[i].uri for i in result.broken)
+    return LintResult(snapshot, config, result.findings, result.module, broken, lines, texts)

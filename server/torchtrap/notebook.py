@@ -1,0 +1,320 @@
+"""Notebooks: the code cells of a notebook linted together as one module.
+
+Cells are joined in order with a newline, so cell ``k`` occupies a block of
+whole lines of the joined module and a position maps back to its cell by
+moving the line only (columns never change). IPython syntax that is not
+Python (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``) is masked with a
+``#`` of the same width, so columns stay exact. A cell that does not parse
+is left out (its lines blanked, or replaced by ``fallback`` text such as
+the cell's last parseable version) and reported as one ``TT000`` finding in
+that cell; the other cells are still linted. The front ends (LSP, CLI)
+share this module; it holds no rule logic.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from torchtrap.config import Config
+from torchtrap.engine import lint
+from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation
+
+# Cell magics whose body is Python (the first line is masked, the rest linted).
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+_LINE_MAGIC_RE = re.compile(r"^(\s*)([%!])")
+_ASSIGN_MAGIC_RE = re.compile(r"^(\s*)[\w.\[\], ]+=\s*[%!]")
+_HELP_RE = re.compile(r"^\s*[\w.]*\?{1,2}\s*$|^\s*\?{1,2}[\w.]+\s*$")
+
+
+def mask_ipython(text: str) -> str:
+    """The cell with IPython-only lines commented out, same widths."""
+    if "%" not in text and "!" not in text and "?" not in text:
+        return text
+    lines = text.split("\n")
+    first = lines[0].lstrip() if lines else ""
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if len(first) > 2 else ""
+        if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%writefile...: not Python
+            return "\n".join("" for _ in lines)
+    out = []
+    for line in lines:
+        match = _LINE_MAGIC_RE.match(line) or _ASSIGN_MAGIC_RE.match(line)
+        if match or _HELP_RE.match(line) and line.strip():
+            indent = len(line) - len(line.lstrip())
+            line = line[:indent] + "#" + line[indent + 1 :]
+        out.append(line)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class CellSpan:
+    index: int  # position in the list of cells given
+    first_line: int  # 1-based line of the joined module
+    line_count: int
+
+
+@dataclass
+class NotebookModule:
+    """The joined module and its line map."""
+
+    source: str
+    spans: tuple[CellSpan, ...]
+    _firsts: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._firsts = [span.first_line for span in self.spans]
+
+    def cell_of_line(self, line: int) -> CellSpan | None:
+        import bisect
+
+        i = bisect.bisect_right(self._firsts, line) - 1
+        if i < 0:
+            return None
+        span = self.spans[i]
+        return span if line < span.first_line + span.line_count else None
+
+    def to_cell(self, position: Position) -> tuple[int, Position] | None:
+        span = self.cell_of_line(position.line)
+        if span is None:
+            return None
+        return span.index, Position(position.line - span.first_line + 1, position.column)
+
+    def from_cell(self, index: int, position: Position) -> Position | None:
+        for span in self.spans:
+            if span.index == index:
+                line = min(max(position.line, 1), span.line_count)
+                return Position(span.first_line + line - 1, position.column)
+        return None
+
+    def cell_range(self, rng: Range) -> tuple[int, Range] | None:
+        """The cell a joined range lies in, and the range in that cell;
+        None when it spans cells."""
+        start = self.to_cell(rng.start)
+        end = self.to_cell(rng.end)
+        if start is None or end is None or start[0] != end[0]:
+            return None
+        return start[0], Range(start[1], end[1])
+
+
+def join_cells(cells: Sequence[str]) -> NotebookModule:
+    spans: list[CellSpan] = []
+    parts: list[str] = []
+    line = 1
+    for index, text in enumerate(cells):
+        masked = mask_ipython(text.replace("\r\n", "\n"))
+        count = masked.count("\n") + 1
+        spans.append(CellSpan(index, line, count))
+        parts.append(masked)
+        line += count
+    return NotebookModule("\n".join(parts), tuple(spans))
+
+
+@dataclass
+class NotebookLint:
+    module: NotebookModule
+    findings: list[Finding]  # joined coordinates; TT000 for each cell left out
+    broken: frozenset[int]  # cells that did not parse
+    substituted: frozenset[int]  # broken cells linted with their fallback text
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def lint_cells(
+    cells: Sequence[str],
+    path: str = "<notebook>",
+    config: Config | None = None,
+    *,
+    fallback: Mapping[int, str] | None = None,
+) -> NotebookLint:
+    """Lint the cells as one module (see the module docstring)."""
+    fallback = fallback or {}
+    texts = list(cells)
+    broken: set[int] = set()
+    errors: dict[int, Finding] = {}
+    substituted: set[int] = set()
+    for _ in range(len(texts) + 1):
+        module = join_cells(texts)
+        findings = lint(module.source, path, config)
+        if not (len(findings) == 1 and findings[0].is_syntax_error):
+            break
+        # Find the culprits: cells that do not parse on their own, else the
+        # cell the error points at.
+        culprits = {
+            i for i, t in enumerate(texts) if i not in broken and not _parses(mask_ipython(t))
+        }
+        if not culprits:
+            located = module.cell_of_line(findings[0].range.start.line)
+            index = located.index if located else len(texts) - 1
+            if index in broken or index < 0:
+                break
+            culprits = {index}
+        for i in culprits:
+            broken.add(i)
+            if i not in errors:
+                errors[i] = _cell_error(module, i, cells[i], path, findings[0])
+            substitute = fallback.get(i)
+            usable = substitute is not None and _parses(mask_ipython(substitute))
+            if substitute is not None and usable and i not in substituted:
+                substituted.add(i)
+                texts[i] = substitute
+            else:
+                substituted.discard(i)
+                texts[i] = "\n" * cells[i].count("\n")
+    # Findings point into the texts linted; a substituted cell's findings
+    # belong to its fallback text, not to the cell as it is now: drop them.
+    linted = join_cells(texts)
+    real = join_cells(cells)
+    moved = linted.spans != real.spans  # a fallback with another line count
+    out: list[Finding] = []
+    for f in findings:
+        located = linted.cell_of_line(f.range.start.line)
+        if f.is_syntax_error or located is None or located.index in substituted:
+            continue
+        if moved:
+            f = _move(f, linted, real)
+        out.append(f)
+    out += [_reposition(real, i, err) for i, err in errors.items()]
+    out.sort(key=lambda f: (f.range.start, f.code))
+    return NotebookLint(real, out, frozenset(broken), frozenset(substituted))
+
+
+def _move_range(rng: Range, src: NotebookModule, dst: NotebookModule) -> Range:
+    located = src.cell_range(rng)
+    if located is None:
+        return rng
+    index, cell_rng = located
+    start = dst.from_cell(index, cell_rng.start) or rng.start
+    end = dst.from_cell(index, cell_rng.end) or rng.end
+    return Range(start, end)
+
+
+def _move(finding: Finding, src: NotebookModule, dst: NotebookModule) -> Finding:
+    """A finding of the module ``src`` in the coordinates of ``dst`` (the
+    same cells, but one of them with another line count)."""
+
+    def moved_fix(fix: Fix) -> Fix:
+        def build() -> list[Edit]:
+            return [Edit(_move_range(e.range, src, dst), e.new_text) for e in fix.edits]
+
+        return Fix(fix.title, fix.applicability, build)
+
+    return replace(
+        finding,
+        range=_move_range(finding.range, src, dst),
+        related=tuple(
+            r if r.path is not None else replace(r, range=_move_range(r.range, src, dst))
+            for r in finding.related
+        ),
+        fixes=tuple(moved_fix(f) for f in finding.fixes),
+    )
+
+
+def _cell_error(
+    module: NotebookModule, index: int, cell: str, path: str, joined_error: Finding
+) -> Finding:
+    """The TT000 for a cell, in cell coordinates (repositioned later)."""
+    alone = lint(mask_ipython(cell), path, rules=[])  # parse only
+    if alone and alone[0].is_syntax_error:
+        return alone[0]
+    located = module.to_cell(joined_error.range.start)
+    pos = located[1] if located and located[0] == index else Position(1, 0)
+    return replace(joined_error, range=Range(pos, pos))
+
+
+def _reposition(module: NotebookModule, index: int, finding: Finding) -> Finding:
+    start = module.from_cell(index, finding.range.start) or Position(1, 0)
+    end = module.from_cell(index, finding.range.end) or start
+    return replace(finding, range=Range(start, end))
+
+
+def cell_edits(module: NotebookModule, edits: Sequence[Edit]) -> list[tuple[int, Edit]] | None:
+    """A fix's edits as (cell index, edit in cell coordinates); None when an
+    edit spans cells (such a fix cannot be applied to a notebook)."""
+    out: list[tuple[int, Edit]] = []
+    for edit in edits:
+        located = module.cell_range(edit.range)
+        if located is None:
+            return None
+        out.append((located[0], Edit(located[1], edit.new_text)))
+    return out
+
+
+def fix_cells(
+    cells: Sequence[str],
+    path: str = "<notebook>",
+    config: Config | None = None,
+    *,
+    unsafe: bool = False,
+    max_rounds: int = 10,
+) -> tuple[list[str], int]:
+    """Apply fixes until none is left, like ``engine.fix_source``; returns
+    the new cell texts and how many fixes were applied. Fixes that would
+    span cells are skipped; broken cells are left alone."""
+    from torchtrap.fixes.apply import apply_edits, select_fixes
+    from torchtrap.source import SourceText
+
+    texts = list(cells)
+    total = 0
+    for _ in range(max_rounds):
+        result = lint_cells(texts, path, config)
+        module = result.module
+        source = SourceText(module.source)
+        taken: list[tuple[int, int]] = []
+        per_cell: dict[int, list[Edit]] = {}
+        applied = 0
+        for fix in select_fixes(result.findings, unsafe=unsafe):
+            mapped = cell_edits(module, fix.edits)
+            if mapped is None or any(i in result.broken for i, _ in mapped):
+                continue
+            spans = [(source.offset(e.range.start), source.offset(e.range.end)) for e in fix.edits]
+            if any(s < te and ts < e or s == e == ts == te for s, e in spans for ts, te in taken):
+                continue
+            taken.extend(spans)
+            for i, edit in mapped:
+                per_cell.setdefault(i, []).append(edit)
+            applied += 1
+        if not applied:
+            break
+        for i, edits in per_cell.items():
+            texts[i] = apply_edits(texts[i], edits)
+        total += applied
+    return texts, total
+
+
+def related_in_cells(
+    module: NotebookModule, related: Sequence[RelatedLocation]
+) -> list[tuple[int, RelatedLocation]]:
+    """Related locations of the same notebook, mapped to their cells."""
+    out = []
+    for loc in related:
+        if loc.path is not None:
+            continue
+        located = module.cell_range(loc.range)
+        if located is not None:
+            out.append((located[0], replace(loc, range=located[1])))
+    return out
+
+
+__all__ = [
+    "CellSpan",
+    "NotebookLint",
+    "NotebookModule",
+    "cell_edits",
+    "fix_cells",
+    "join_cells",
+    "lint_cells",
+    "mask_ipython",
+    "related_in_cells",
+]
