@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from torchtrap.probe.catalog import EXPERIMENT_IDS
@@ -19,7 +21,7 @@ EXIT_INTERRUPTED = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+    parser.description = parser.description or (
         "Run small experiments in the interpreter that holds your torch and report which"
         " of TorchTrap's rules really bite on this machine (one subprocess per experiment,"
         " only the probe's own scripts, no network)."
@@ -53,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _progress(name: str, done: int, total: int) -> None:
     if name != "done":
         print(f"torchtrap probe: [{done + 1}/{total}] {name}", file=sys.stderr, flush=True)
@@ -66,6 +72,16 @@ def run(args: argparse.Namespace) -> int:
     if timeout is not None and not timeout > 0:
         print(f"torchtrap probe: --timeout must be positive, got {timeout:g}", file=sys.stderr)
         return EXIT_ERROR
+    output = getattr(args, "output", None)
+    if output and not Path(output).resolve().parent.is_dir():
+        # Checked first: a probe can take minutes, its result should not be lost.
+        print(f"torchtrap probe: cannot write {output}: no such directory", file=sys.stderr)
+        return EXIT_ERROR
+    # SIGTERM (e.g. from `timeout`) must unwind like Ctrl-C, so that the runner
+    # kills the running experiment's process group instead of orphaning it.
+    previous = None
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = run_probe(
             python=getattr(args, "python", None),
@@ -79,9 +95,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("torchtrap probe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     doc = report.to_json()
     text = json.dumps(doc, indent=2)
-    output = getattr(args, "output", None)
     if output:
         try:
             Path(output).write_text(text + "\n", encoding="utf-8")

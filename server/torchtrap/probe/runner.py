@@ -258,14 +258,17 @@ def run_experiments(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     only: Sequence[str] | None = None,
+    interpreter: Interpreter | None = None,
 ) -> ProbeReport:
     """Run `experiments` one after another in `python` (the current interpreter
-    when None) within `timeout` seconds overall. Raises ProbeError when the
-    interpreter cannot run them (missing, not Python, no torch)."""
+    when None) within `timeout` seconds overall, the preflight included.
+    Raises ProbeError when the interpreter cannot run them (missing, not
+    Python, no torch). `interpreter` skips the preflight (tests, caches)."""
     budget = DEFAULT_TIMEOUT_S if timeout is None else timeout
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
-    interpreter: Interpreter = inspect_interpreter(python, timeout=min(60.0, budget))
+    if interpreter is None:
+        interpreter = inspect_interpreter(python, timeout=min(60.0, budget))
     results: list[ExperimentResult] = []
     total = len(experiments)
     for index, experiment in enumerate(experiments):
