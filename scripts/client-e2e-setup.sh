@@ -24,8 +24,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     log "apt-get install ${need_apt[*]}"
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+    apt_log="$CACHE/apt.log"
+    if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+            --no-install-recommends "${need_apt[@]}"; } >"$apt_log" 2>&1; then
+        tail -30 "$apt_log" >&2; log "apt-get install failed (log: $apt_log)"; exit 1
+    fi
 fi
 CHROMIUM=${E2E_CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || { log "no chromium at $CHROMIUM"; exit 1; }
@@ -70,7 +73,8 @@ if [ ! -f "$PY_DIR/.done" ]; then
     log "creating $PY_DIR with torch==$TORCH_VERSION (no torchtrap)"
     rm -rf "$PY_DIR"
     "$BASE_PY" -m venv "$PY_DIR"
-    "$PY_DIR/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy >&2
+    PIP_ROOT_USER_ACTION=ignore "$PY_DIR/bin/python" -m pip install -q --disable-pip-version-check \
+        "torch==$TORCH_VERSION" numpy 2> >(grep -v "^WARNING: Location" >&2)
     touch "$PY_DIR/.done"
 fi
 if "$PY_DIR/bin/python" -c 'import torchtrap' 2>/dev/null; then

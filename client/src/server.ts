@@ -26,9 +26,12 @@ import {
   type InterpreterProblem,
 } from './interpreter';
 import { buildLaunch, bundledLibsDir } from './launch';
+import { classifyStderrLine } from './logs';
 import * as pythonExtension from './pythonExtension';
 import { shouldNotify, type ServerSettings } from './settings';
 import type { ServerState } from './status';
+import { TraceChannel } from './traceChannel';
+import * as readline from 'node:readline';
 
 export const CLIENT_ID = 'torchtrap';
 
@@ -71,13 +74,16 @@ export class TorchTrapServer implements vscode.Disposable {
   private current: ServerState = { phase: 'stopped' };
   private settings: EffectiveSettings | undefined;
   private startedAt = 0;
+  private readonly traceChannel: TraceChannel;
 
   readonly onDidChangeState = this.stateEmitter.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     readonly log: vscode.LogOutputChannel,
-  ) {}
+  ) {
+    this.traceChannel = new TraceChannel(log);
+  }
 
   get state(): ServerState {
     return this.current;
@@ -241,6 +247,17 @@ export class TorchTrapServer implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: DOCUMENT_SELECTOR,
       outputChannel: this.log,
+      traceOutputChannel: this.traceChannel,
+      stdioOptions: {
+        stdout: (input, channel) => {
+          readline.createInterface({ input, crlfDelay: Infinity }).on('line', (line) => channel.info(line));
+        },
+        stderr: (input, channel) => {
+          readline.createInterface({ input, crlfDelay: Infinity }).on('line', (line) => {
+            channel[classifyStderrLine(line)](`[server] ${line}`);
+          });
+        },
+      },
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: settings.server,
       diagnosticCollectionName: CLIENT_ID,
@@ -331,5 +348,6 @@ export class TorchTrapServer implements vscode.Disposable {
   dispose(): void {
     void this.stopClient();
     this.stateEmitter.dispose();
+    this.traceChannel.dispose();
   }
 }

@@ -15,6 +15,8 @@ export interface ServerSettings {
   severity: Record<string, SeverityName>;
   probe: { timeout: number };
   showNotifications: NotificationLevel;
+  /** Only when set: the project's torch version (e.g. "1.8"). */
+  torchVersion?: string;
 }
 
 /** Settings only the client uses: how to start the server. */
@@ -164,6 +166,12 @@ export function readSettings(get: SettingGetter): Settings {
     probe: { timeout: parseTimeout(get('probe.timeout'), problems) },
     showNotifications: parseNotifications(get('showNotifications'), problems),
   };
+  const torchVersion = get('torchVersion');
+  if (typeof torchVersion === 'string' && torchVersion.trim() !== '') {
+    server.torchVersion = torchVersion.trim();
+  } else if (torchVersion !== undefined && torchVersion !== null && torchVersion !== '') {
+    problems.push('torchtrap.torchVersion must be a version string like "2.4"; ignored.');
+  }
   const launch: LaunchSettings = {
     interpreter: typeof interpreter === 'string' ? interpreter.trim() : '',
     importStrategy: oneOf(

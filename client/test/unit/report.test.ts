@@ -70,3 +70,23 @@ describe('status item', () => {
     assert.match(v.detail, /restricted/);
   });
 });
+
+import { classifyStderrLine, traceEnabled } from '../../src/logs';
+
+describe('server stderr levels', () => {
+  it('classifies Python logging lines', () => {
+    assert.equal(classifyStderrLine('ERROR:torchtrap.lsp:lint failed'), 'error');
+    assert.equal(classifyStderrLine('Traceback (most recent call last):'), 'error');
+    assert.equal(classifyStderrLine('ValueError: bad'), 'error');
+    assert.equal(classifyStderrLine('2026-01-01 12:00:00 WARNING torchtrap: slow'), 'warn');
+    assert.equal(classifyStderrLine('DEBUG:pygls:sending'), 'debug');
+    assert.equal(classifyStderrLine('INFO:torchtrap.lsp:ready'), 'info');
+    assert.equal(classifyStderrLine('Starting TorchTrap server'), 'info');
+  });
+  it('trace setting', () => {
+    assert.equal(traceEnabled('off'), false);
+    assert.equal(traceEnabled('messages'), true);
+    assert.equal(traceEnabled('verbose'), true);
+    assert.equal(traceEnabled(undefined), false);
+  });
+});

@@ -34,6 +34,7 @@ describe('readSettings', () => {
         showNotifications: 'always',
         interpreter: ' /opt/py/bin/python3 ',
         importStrategy: 'fromEnvironment',
+        torchVersion: ' 1.8 ',
       }),
     );
     assert.deepEqual(s.server, {
@@ -44,6 +45,7 @@ describe('readSettings', () => {
       severity: { TT2: 'Error', TT101: 'Hint', TT102: 'Warning', TT103: 'Information' },
       probe: { timeout: 30 },
       showNotifications: 'always',
+      torchVersion: '1.8',
     });
     assert.deepEqual(s.launch, { interpreter: '/opt/py/bin/python3', importStrategy: 'fromEnvironment' });
     assert.deepEqual(s.problems, []);
@@ -81,6 +83,12 @@ describe('readSettings', () => {
   it('accepts boolean showNotifications', () => {
     assert.equal(readSettings(getter({ showNotifications: false })).server.showNotifications, 'off');
     assert.equal(readSettings(getter({ showNotifications: true })).server.showNotifications, 'always');
+  });
+
+  it('torchVersion only when set', () => {
+    assert.equal('torchVersion' in readSettings(getter({ torchVersion: '' })).server, false);
+    assert.equal('torchVersion' in readSettings(getter({})).server, false);
+    assert.equal(readSettings(getter({ torchVersion: 2 })).problems.length, 1);
   });
 
   it('deduplicates codes', () => {
