@@ -52,7 +52,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         _script("cuda_ipc_share"),
         rules=("TT103",),
         needs_cuda=True,
-        timeout_s=120.0,
+        timeout_s=150.0,  # three spawn workers that each import torch and init CUDA
     ),
     Experiment(
         "fork-cuda",

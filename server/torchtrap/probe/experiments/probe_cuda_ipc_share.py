@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
+
 CONTEXT = "spawn"  # the pickling path; the default on Windows, macOS and Python 3.14+
 
 
@@ -135,7 +137,11 @@ def check_dataset(device: str) -> dict[str, Any]:
     dataset = CudaDataset(device)
     bystander = torch.tensor(5).to(device)  # same allocator block, never pickled
     loader = DataLoader(
-        dataset, batch_size=1, num_workers=1, multiprocessing_context=CONTEXT, timeout=60
+        dataset,
+        batch_size=1,
+        num_workers=1,
+        multiprocessing_context=CONTEXT,
+        timeout=LOADER_TIMEOUT_S,
     )
     named = {
         "dataset.scalar": dataset.scalar,
@@ -153,7 +159,7 @@ def check_bound_collate(device: str) -> dict[str, Any]:
         num_workers=1,
         multiprocessing_context=CONTEXT,
         collate_fn=trainer.collate,
-        timeout=60,
+        timeout=LOADER_TIMEOUT_S,
     )
     return _through_workers(loader, {"model.weight": trainer.model.weight})
 
@@ -162,7 +168,11 @@ def check_control() -> str | None:
     """A spawn worker with nothing on the GPU: tells a CUDA failure from a
     spawn failure. Returns the error line, None when it works."""
     loader = DataLoader(
-        PlainDataset(), batch_size=2, num_workers=1, multiprocessing_context=CONTEXT, timeout=60
+        PlainDataset(),
+        batch_size=2,
+        num_workers=1,
+        multiprocessing_context=CONTEXT,
+        timeout=LOADER_TIMEOUT_S,
     )
     try:
         next(iter(loader))

@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
+
 
 def _error_line(exc: BaseException) -> str:
     """One line for an exception; for an error re-raised from a DataLoader
@@ -69,7 +71,11 @@ def main() -> dict[str, Any]:
     dataset = CudaDataset(device)
     float(dataset.values.sum().item())  # CUDA is now initialised in the parent, as in training
     loader = DataLoader(
-        dataset, batch_size=None, num_workers=1, multiprocessing_context="fork", timeout=60
+        dataset,
+        batch_size=None,
+        num_workers=1,
+        multiprocessing_context="fork",
+        timeout=LOADER_TIMEOUT_S,
     )
     evidence: dict[str, Any] = {
         "torch": torch.__version__,

@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
+
 MIB = 2**20
 COPY_MIB = 128
 ELEMENTS = COPY_MIB * MIB // 4  # float32
@@ -87,7 +89,7 @@ def main() -> dict[str, Any]:
         problems.append(f"pinned copy: {_error_line(exc)}")
     try:
         loader = DataLoader(
-            SmallBatches(), batch_size=2, num_workers=1, pin_memory=True, timeout=60
+            SmallBatches(), batch_size=2, num_workers=1, pin_memory=True, timeout=LOADER_TIMEOUT_S
         )
         batch = next(iter(loader))
         evidence["loader_batch_pinned"] = bool(batch.is_pinned())

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
+
 BATCH_MIB = 256
 ELEMENTS = BATCH_MIB * 2**20 // 4  # float32
 
@@ -56,7 +58,7 @@ def main() -> dict[str, Any]:
         "shm_free_mib": _shm_free_mib(),
     }
     # batch_size=1: default_collate in a worker allocates the batch in shared memory.
-    loader = DataLoader(BigItem(), batch_size=1, num_workers=1, timeout=60)
+    loader = DataLoader(BigItem(), batch_size=1, num_workers=1, timeout=LOADER_TIMEOUT_S)
     started = time.perf_counter()
     try:
         batch = next(iter(loader))

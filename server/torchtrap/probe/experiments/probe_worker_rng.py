@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
+LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
+
 try:
     import numpy as np
 except ImportError:  # numpy is optional: its kinds are skipped
@@ -95,7 +97,7 @@ def _one_epoch(kinds: list[str], context: str | None) -> dict[str, dict[int, lis
         batch_size=None,  # no collation: items come back as plain lists
         num_workers=WORKERS,
         multiprocessing_context=context,
-        timeout=60,
+        timeout=LOADER_TIMEOUT_S,
     )
     streams: dict[str, dict[int, list[int]]] = {kind: {} for kind in kinds}
     for item in loader:
