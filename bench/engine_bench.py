@@ -336,6 +336,14 @@ def rate(corpus: Corpus, seconds: float) -> str:
     )
 
 
+def loadavg() -> str:
+    # Other processes on a small machine skew every number; say how busy it was.
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def machine() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -402,6 +410,8 @@ def bench_corpus(
         planted = ", ".join(f"{c} {n}" for c, n in sorted(corpus.planted.items()))
         print(f"  planted bugs (generator's own count): {planted}")
         res["planted"] = dict(sorted(corpus.planted.items()))
+        if corpus.planted["TT102"] and not findings["TT102"]:
+            print("  (TT102 fires only when the project's torch is < 1.9; unknown here)")
 
     if args.profile:
         stages = profile_stages(corpus)
@@ -472,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="exit 1 if a budget is blown")
     args = p.parse_args(argv)
 
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {loadavg()}")
     from torchtrap import __version__
     from torchtrap.rules import ALL_RULES
 
@@ -527,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     budgets = evaluate(results, files[0])
-    print("\n== budgets")
+    print(f"\n== budgets (load average now {loadavg()})")
     for b in budgets:
         print(b.line())
     if args.json:

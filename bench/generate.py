@@ -440,7 +440,8 @@ class {name}:
         elif variant == 1 and self.chance(0.15):
             w.add("        prob = F.softmax(logits, dim=-1)")
             w.bug("discarded-clamp", "        prob.clamp(min=1e-4, max=1.0)", 0)
-            w.add("        log_prob = torch.log(prob)")
+            # The clamp above is lost, so this is a log of a raw softmax too.
+            w.bug("log-softmax", "        log_prob = torch.log(prob)", 0)
         elif variant == 2:
             # Near miss: clamped before the log, result kept.
             w.add("        prob = logits.softmax(dim=-1).clamp(min=EPS)")
