@@ -10,7 +10,9 @@
 //   1. diagnostics: TT101 and TT201 appear in the Problems panel on the lines the CLI reports;
 //   2. quick fix:   Ctrl+. on a TT202 line applies the fix: the file becomes the expected text
 //                   and the problem disappears;
-//   3. probe:       "TorchTrap: Run GPU Probe" from the palette opens a rendered report with
+//   3. status:      the language status item shows the interpreter; "TorchTrap: Explain Rule…"
+//                   lists the rules and opens one rendered;
+//   4. probe:       "TorchTrap: Run GPU Probe" from the palette opens a rendered report with
 //                   each CPU experiment's verdict and the rules it speaks for.
 // Expected lines and texts come from `python -m torchtrap check --format json` run on the same
 // files (the CLI, not the language server). On failure: screenshots, the TorchTrap log (client +
@@ -486,6 +488,37 @@ async function main() {
       );
     });
 
+    await test('status-and-explain', async () => {
+      // The language status item shows the server state and interpreter.
+      await vs.openFile(EXAMPLES.tt101);
+      const statusEntry = page.locator('[id="status.languageStatus"]').first();
+      await statusEntry.click();
+      const hover = page.locator('.monaco-hover, .context-view', { hasText: 'TorchTrap' }).first();
+      await hover.waitFor({ timeout: 10_000 });
+      const hoverText = (await hover.innerText()).replace(/\s+/g, ' ');
+      if (!hoverText.includes(python)) {
+        throw new Error(`the language status does not show the interpreter ${python}: ${hoverText}`);
+      }
+      await page.keyboard.press('Escape');
+      // Explain Rule: the picker lists the rules, the doc opens as rendered markdown.
+      await vs.runCommand('TorchTrap: Explain Rule');
+      const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'TT201' }).first();
+      await pick.waitFor({ timeout: 15_000 });
+      await pick.click();
+      await page.locator('.tabs-container .tab', { hasText: 'TT201' }).first().waitFor({ timeout: 15_000 });
+      await waitFor(
+        async () => {
+          for (const frame of page.frames()) {
+            const text = await frame.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+            if (text.includes('TT201') && /What it does/i.test(text)) return true;
+          }
+          return false;
+        },
+        15_000,
+        'the rendered TT201 explanation',
+      );
+    });
+
     await test('probe', async () => {
       const reportDir = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe');
       const reportJson = path.join(reportDir, 'torchtrap-probe-report.json');
@@ -571,7 +604,7 @@ async function main() {
     for (const r of results) {
       console.log(`${r.ok ? 'ok    ' : 'FAILED'} ${r.name} (${(r.ms / 1000).toFixed(1)}s)`);
     }
-    const expectedTests = 3;
+    const expectedTests = 4;
     const failedCount = Math.max(failed.length, expectedTests - passed);
     console.log(`e2e total ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     console.log(`e2e: ${passed} passed, ${failedCount} failed`);
@@ -581,6 +614,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof Error ? err.stack : err);
-  console.log('e2e: 0 passed, 3 failed');
+  console.log('e2e: 0 passed, 4 failed');
   process.exit(1);
 });

@@ -59,8 +59,16 @@ function runCheck(python: string, env: NodeJS.ProcessEnv, cwd: string): Promise<
       if (check) {
         resolve({ check });
       } else {
-        const why = err ? err.message : String(stderr).trim() || 'no output';
-        resolve({ error: why.split('\n')[0] });
+        const code = (err as NodeJS.ErrnoException | null)?.code;
+        const why =
+          code === 'ENOENT'
+            ? 'no such file'
+            : code === 'EACCES'
+              ? 'not executable'
+              : (err as { killed?: boolean } | null)?.killed
+                ? `no answer within ${CHECK_TIMEOUT_MS / 1000} s`
+                : String(stderr).trim().split('\n').pop() || err?.message || 'no output';
+        resolve({ error: why });
       }
     });
   });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { orderRules, parseProbeResult, parseRuleDoc, parseRuleList, PercentTracker, probeArguments, ruleFileName } from '../../src/report';
 import { describeState } from '../../src/status';
+import { classifyStderrLine, traceEnabled } from '../../src/logs';
 
 describe('probe result', () => {
   it('takes {json, markdown}', () => {
@@ -70,8 +71,6 @@ describe('status item', () => {
     assert.match(v.detail, /restricted/);
   });
 });
-
-import { classifyStderrLine, traceEnabled } from '../../src/logs';
 
 describe('server stderr levels', () => {
   it('classifies Python logging lines', () => {
