@@ -45,7 +45,8 @@ class FakeDanger(Rule):
     requires_text = ("danger",)
 
     def check(self) -> Iterable[Finding]:
-        imports = [n for n in ast.walk(self.ctx.tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        tree = self.ctx.tree
+        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         for node in ast.walk(self.ctx.tree):
             if not (
                 isinstance(node, ast.Call)

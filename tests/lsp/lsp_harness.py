@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +54,7 @@ def capabilities(
         else None,
         workspace=types.WorkspaceClientCapabilities(
             apply_edit=True,
-            workspace_edit=types.WorkspaceEditClientCapabilities(
-                document_changes=document_changes
-            ),
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
             configuration=configuration,
             did_change_configuration=types.DidChangeConfigurationClientCapabilities(
                 dynamic_registration=True
@@ -107,8 +106,14 @@ def _offset(text: str, position: types.Position, encoding: str) -> int:
 
 def apply_text_edits(text: str, edits: Sequence[types.TextEdit], encoding: str) -> str:
     spans = sorted(
-        ((_offset(text, e.range.start, encoding), _offset(text, e.range.end, encoding), e.new_text)
-         for e in edits),
+        (
+            (
+                _offset(text, e.range.start, encoding),
+                _offset(text, e.range.end, encoding),
+                e.new_text,
+            )
+            for e in edits
+        ),
         reverse=True,
     )
     for start, end, new in spans:
@@ -222,16 +227,19 @@ class Harness:
     async def code_actions(
         self, uri: str, line: int, only: list[str] | None = None, end_line: int | None = None
     ) -> list[types.CodeAction]:
-        result = await self.client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                range=types.Range(
-                    types.Position(line, 0), types.Position(end_line or line, 0)
-                ),
-                context=types.CodeActionContext(diagnostics=[], only=only),
-            )
+        params = types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(line, 0), types.Position(end_line or line, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=only),
         )
-        return [a for a in result or [] if isinstance(a, types.CodeAction)]
+        # lsprotocol reads any item with a "command" key as a Command, even a
+        # CodeAction that carries one: take the raw JSON and read it ourselves.
+        protocol = self.client.protocol
+        msg_id = f"code-action-{uuid.uuid4()}"
+        future = protocol.send_request(types.TEXT_DOCUMENT_CODE_ACTION, params, msg_id=msg_id)
+        protocol._result_types.pop(msg_id, None)
+        raw = await asyncio.wrap_future(future) or []
+        return [protocol._converter.structure(item, types.CodeAction) for item in raw]
 
     async def resolve(self, action: types.CodeAction) -> types.CodeAction:
         return await self.client.code_action_resolve_async(action)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsprotocol import types
-
 from lsp_harness import session
+from lsprotocol import types
 
 SOURCE = "import os\n\nx = 1\ndanger(x)\n"
 

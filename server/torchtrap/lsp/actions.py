@@ -164,9 +164,7 @@ def lookup(result: LintResult, data: Any) -> tuple[Finding, Fix] | None:
     return finding, finding.fixes[fix_index]
 
 
-def find_by_line(
-    result: LintResult, uri: str, code: str, line: int, encoding: str
-) -> int | None:
+def find_by_line(result: LintResult, uri: str, code: str, line: int, encoding: str) -> int | None:
     """Index of the finding ``code`` that starts on 0-based ``line`` of ``uri``."""
     rng = types.Range(types.Position(line, 0), types.Position(line, 0))
     for index, doc_uri, first in findings_on_lines(result, uri, rng):

@@ -268,6 +268,13 @@ def debug_info(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         "openDocuments": len(ls.docs),
         "openNotebooks": len(ls.notebooks),
         "lints": ls.lint_count,
+        # What the server holds: all of it is freed when documents close.
+        "state": {
+            "units": len(ls.units),
+            "carried": len(ls.carry),
+            "cellTexts": len(ls.good_cell_texts),
+            "probesRunning": len(ls.probe_cancels),
+        },
         "probeResults": sorted(ls.probe_results),
         "configs": configs,
     }

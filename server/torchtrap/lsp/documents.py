@@ -97,9 +97,7 @@ def _diff_lines(old: list[str], new: list[str]) -> LineShift:
     while prefix < limit and old[prefix] == new[prefix]:
         prefix += 1
     suffix = 0
-    while (
-        suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
-    ):
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
     return LineShift(prefix, len(old) - 1 - suffix, len(new) - len(old))
 

@@ -89,9 +89,7 @@ class TorchTrapProtocol(LanguageServerProtocol):
         yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def lsp_notebook_document__did_close(
-        self, params: types.DidCloseNotebookDocumentParams
-    ) -> Any:
+    def lsp_notebook_document__did_close(self, params: types.DidCloseNotebookDocumentParams) -> Any:
         yield from self._forward(types.NOTEBOOK_DOCUMENT_DID_CLOSE, params)
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
@@ -232,12 +230,15 @@ class TorchTrapServer(LanguageServer):
         return Snapshot(key, doc.version, doc.path, (DocText(doc.uri, doc.text, doc.version),))
 
     # -- linting -------------------------------------------------------------
-    def request_lint(self, key: str, delay: float | None = None) -> None:
+    def request_lint(self, key: str, delay: float | None = None, *, force: bool = False) -> None:
         """Lint ``key`` after ``delay`` seconds (default: the debounce);
-        a newer request replaces a pending one."""
+        a newer request replaces a pending one. ``force``: even if this
+        version was already published (a save may follow a config edit)."""
         if self.loop is None:
             self.loop = asyncio.get_event_loop()
         state = self.units.setdefault(key, UnitState())
+        if force:
+            state.published_version = None
         if state.timer is not None:
             state.timer.cancel()
             state.timer = None
@@ -250,10 +251,8 @@ class TorchTrapServer(LanguageServer):
 
     def relint_all(self) -> None:
         for key in list(self.units):
-            state = self.units[key]
-            state.result = None
-            state.published_version = None
-            self.request_lint(key, 0)
+            self.units[key].result = None
+            self.request_lint(key, 0, force=True)
 
     def _start(self, key: str) -> None:
         state = self.units.get(key)
@@ -375,7 +374,14 @@ class TorchTrapServer(LanguageServer):
             event.set()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls would pop up every error; we log, and pop up per showNotifications.
+        # pygls would pop up every error. A failed request already answers
+        # the client with the error; anything else is logged, and shown per
+        # showNotifications.
+        from pygls.exceptions import FeatureRequestError
+
+        if source is FeatureRequestError:
+            log.info("request failed: %s", error)
+            return
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
         self.warn(f"internal error: {error}", "error", logged=True)
 
@@ -397,7 +403,8 @@ def _register(server: TorchTrapServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: TorchTrapServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_event_loop()
-        ls.encoding = str(ls.workspace.position_encoding or UTF16)
+        encoding = ls.workspace.position_encoding or UTF16
+        ls.encoding = str(getattr(encoding, "value", encoding))  # an enum or a plain str
         ls.root_path = ls.workspace.root_path
         if params.workspace_folders and not ls.root_path:
             from pygls.uris import to_fs_path
@@ -490,7 +497,7 @@ def _register(server: TorchTrapServer) -> None:
             return
         key = ls.unit_key(uri)
         if key is not None:
-            ls.request_lint(key, 0)
+            ls.request_lint(key, 0, force=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchTrapServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -504,9 +511,7 @@ def _register(server: TorchTrapServer) -> None:
         ls.request_lint(params.notebook_document.uri, 0)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def notebook_change(
-        ls: TorchTrapServer, params: types.DidChangeNotebookDocumentParams
-    ) -> None:
+    def notebook_change(ls: TorchTrapServer, params: types.DidChangeNotebookDocumentParams) -> None:
         key = params.notebook_document.uri
         if ls.notebooks.get(key) is None:
             return
@@ -525,7 +530,7 @@ def _register(server: TorchTrapServer) -> None:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_save(ls: TorchTrapServer, params: types.DidSaveNotebookDocumentParams) -> None:
-        ls.request_lint(params.notebook_document.uri, 0)
+        ls.request_lint(params.notebook_document.uri, 0, force=True)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_close(ls: TorchTrapServer, params: types.DidCloseNotebookDocumentParams) -> None:
@@ -678,4 +683,3 @@ def _install_log_forwarding(ls: TorchTrapServer) -> None:
         handler = _ForwardToClient(ls)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
-

@@ -1,0 +1,95 @@
+"""workspace/executeCommand: explainRule, debugInfo, runProbe (on CPU, with
+progress and cancellation), and freeing state of closed documents."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from lsp_harness import session
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+
+async def test_explain_rule_and_debug_info(root: Path) -> None:
+    async with session(root) as h:
+        rules = await h.command("torchtrap.explainRule")
+        assert {"code": "TT901", "name": "fake-danger", "summary": "Calls to danger()"} in rules
+        one = await h.command("torchtrap.explainRule", "tt901")
+        assert one["code"] == "TT901" and one["markdown"].startswith("# TT901 `fake-danger`")
+        with pytest.raises(JsonRpcException, match="unknown rule"):
+            await h.command("torchtrap.explainRule", "TT999")
+        info = await h.command("torchtrap.debugInfo")
+        assert info["positionEncoding"] == "utf-16"
+        assert info["settings"]["debounceMs"] == 20
+        assert "TT901" in info["rules"]
+
+
+async def test_closed_documents_are_freed(root: Path) -> None:
+    async with session(root) as h:
+        uris = [h.open(f"m{i}.py", f"danger({i})\n") for i in range(30)]
+        for uri in uris:
+            await h.diagnostics(uri, 1)
+        h.change(uris[0], "def f(:\n")  # one in the syntax-error state
+        await h.diagnostics(uris[0], 2)
+        info = await h.command("torchtrap.debugInfo")
+        assert info["openDocuments"] == 30 and info["state"]["units"] == 30
+        for uri in uris:
+            h.close(uri)
+        info = await h.command("torchtrap.debugInfo")
+        assert info["openDocuments"] == 0
+        assert info["state"] == {"units": 0, "carried": 0, "cellTexts": 0, "probesRunning": 0}
+
+
+async def test_run_probe_on_cpu(root: Path) -> None:
+    async with session(root) as h:
+        token = "probe-token"
+        h.client.progress_reports[token] = []
+        result = await h.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="torchtrap.runProbe",
+                arguments=[{"timeout": 120, "only": ["environment", "worker-rng"]}],
+                work_done_token=token,
+            )
+        )
+        assert set(result) == {"json", "markdown"}
+        report = result["json"]
+        assert report["cancelled"] is False
+        assert [e["id"] for e in report["experiments"]] == ["environment", "worker-rng"]
+        assert isinstance(result["markdown"], str) and result["markdown"].strip()
+        kinds = [type(v).__name__ for v in h.client.progress_reports[token]]
+        assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+        assert "WorkDoneProgressReport" in kinds
+
+
+async def test_run_probe_cancel_kills_it(root: Path) -> None:
+    async with session(root) as h:
+        token = "probe-cancel"
+        h.client.progress_reports[token] = []
+        protocol = h.client.protocol
+        params = types.ExecuteCommandParams(
+            command="torchtrap.runProbe", arguments=[{"timeout": 300}], work_done_token=token
+        )
+        started = time.monotonic()
+        future = protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="probe-1")
+        while not any(
+            isinstance(v, types.WorkDoneProgressReport) for v in h.client.progress_reports[token]
+        ):
+            await asyncio.sleep(0.05)
+            assert time.monotonic() - started < 60
+        protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="probe-1"))
+        with pytest.raises(JsonRpcException):
+            await asyncio.wait_for(asyncio.wrap_future(future), 30)
+        # The probe stopped: its progress ended as cancelled, nothing runs.
+        for _ in range(200):
+            values = h.client.progress_reports[token]
+            if values and isinstance(values[-1], types.WorkDoneProgressEnd):
+                break
+            await asyncio.sleep(0.05)
+        end = h.client.progress_reports[token][-1]
+        assert isinstance(end, types.WorkDoneProgressEnd) and end.message == "cancelled"
+        info = await h.command("torchtrap.debugInfo")
+        assert info["state"]["probesRunning"] == 0
+        assert time.monotonic() - started < 30

@@ -1,0 +1,49 @@
+"""Hover: rule docs on a finding's range and on codes in suppression comments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_harness import session
+from lsprotocol import types
+
+
+async def test_hover(root: Path) -> None:
+    text = (
+        "x = 1\n"
+        "danger(x)\n"
+        "y = 2  # torchtrap: ignore[TT101, TT901]\n"
+        "z = 3  # noqa: E501,tt901\n"
+        "w = 4  # torchtrap: ignore[XX999]\n"
+    )
+    async with session(root) as h:
+        uri = h.open("a.py", text)
+        await h.diagnostics(uri, 1)
+
+        on_finding = await h.hover(uri, 1, 3)
+        assert on_finding is not None
+        assert isinstance(on_finding.contents, types.MarkupContent)
+        assert on_finding.contents.kind == types.MarkupKind.Markdown
+        value = on_finding.contents.value
+        assert "danger() is dangerous" in value
+        assert "# TT901 `fake-danger`" in value and "## Why is this bad?" in value
+        assert on_finding.range == types.Range(types.Position(1, 0), types.Position(1, 9))
+
+        assert await h.hover(uri, 0, 1) is None  # no finding there
+
+        column = text.splitlines()[2].index("TT901") + 2
+        in_comment = await h.hover(uri, 2, column)
+        assert in_comment is not None and isinstance(in_comment.contents, types.MarkupContent)
+        assert "# TT901 `fake-danger`" in in_comment.contents.value
+        start = text.splitlines()[2].index("TT901")
+        assert in_comment.range == types.Range(
+            types.Position(2, start), types.Position(2, start + 5)
+        )
+
+        column = text.splitlines()[3].index("tt901") + 1
+        noqa = await h.hover(uri, 3, column)
+        assert noqa is not None and isinstance(noqa.contents, types.MarkupContent)
+        assert "fake-danger" in noqa.contents.value
+
+        assert await h.hover(uri, 3, text.splitlines()[3].index("E501") + 1) is None
+        assert await h.hover(uri, 4, text.splitlines()[4].index("XX999") + 1) is None

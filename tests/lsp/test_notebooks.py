@@ -1,0 +1,169 @@
+"""Notebooks (notebook document sync): code cells linted together as one
+module, in order; findings, related locations and fixes mapped to cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsp_harness import Harness, edits_by_uri, session
+from lsprotocol import types
+
+
+@dataclass
+class Cell:
+    uri: str
+    kind: str
+    text: str
+    version: int = 1
+
+
+class Notebook:
+    """A client-side notebook: cells' texts and versions."""
+
+    def __init__(self, h: Harness, path: Path, cells: list[tuple[str, str]]) -> None:
+        self.h = h
+        self.uri = path.as_uri()
+        self.version = 1
+        self.cells = [
+            Cell(f"vscode-notebook-cell:{path}#C{i}", kind, text)
+            for i, (kind, text) in enumerate(cells)
+        ]
+        h.client.notebook_document_did_open(
+            types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=self.uri,
+                    notebook_type="jupyter-notebook",
+                    version=1,
+                    cells=[self._cell(c) for c in self.cells],
+                ),
+                cell_text_documents=[self._item(c) for c in self.cells],
+            )
+        )
+
+    @staticmethod
+    def _cell(c: Cell) -> types.NotebookCell:
+        kind = types.NotebookCellKind.Code if c.kind == "code" else types.NotebookCellKind.Markup
+        return types.NotebookCell(kind=kind, document=c.uri)
+
+    @staticmethod
+    def _item(c: Cell) -> types.TextDocumentItem:
+        language = "python" if c.kind == "code" else "markdown"
+        return types.TextDocumentItem(
+            uri=c.uri, language_id=language, version=c.version, text=c.text
+        )
+
+    def uri_of(self, index: int) -> str:
+        return self.cells[index].uri
+
+    def set_text(self, index: int, text: str) -> int:
+        cell = self.cells[index]
+        cell.text, cell.version = text, cell.version + 1
+        self.version += 1
+        self._send(
+            types.NotebookDocumentCellChanges(
+                text_content=[
+                    types.NotebookDocumentCellContentChanges(
+                        document=types.VersionedTextDocumentIdentifier(
+                            uri=cell.uri, version=cell.version
+                        ),
+                        changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+                    )
+                ]
+            )
+        )
+        return cell.version
+
+    def insert(self, index: int, text: str) -> str:
+        cell = Cell(f"{self.uri_of(0)}-new{index}", "code", text)
+        self.cells.insert(index, cell)
+        self.version += 1
+        self._send(
+            types.NotebookDocumentCellChanges(
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(
+                        start=index, delete_count=0, cells=[self._cell(cell)]
+                    ),
+                    did_open=[self._item(cell)],
+                )
+            )
+        )
+        return cell.uri
+
+    def _send(self, cells: types.NotebookDocumentCellChanges) -> None:
+        self.h.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(
+                    version=self.version, uri=self.uri
+                ),
+                change=types.NotebookDocumentChangeEvent(cells=cells),
+            )
+        )
+
+    def close(self) -> None:
+        self.h.client.notebook_document_did_close(
+            types.DidCloseNotebookDocumentParams(
+                notebook_document=types.NotebookDocumentIdentifier(uri=self.uri),
+                cell_text_documents=[types.TextDocumentIdentifier(uri=c.uri) for c in self.cells],
+            )
+        )
+
+
+async def test_notebook_cells(root: Path) -> None:
+    async with session(root) as h:
+        nb = Notebook(
+            h,
+            root / "train.ipynb",
+            [
+                ("code", "import os\n%matplotlib inline\n!pip list"),
+                ("markdown", "# danger(1) in markdown is not code"),
+                ("code", "x = 1\ndanger(x)"),
+            ],
+        )
+        first, markdown, third = nb.uri_of(0), nb.uri_of(1), nb.uri_of(2)
+        diags = await h.diagnostics(third, 1)
+        assert [(d.code, d.range.start.line) for d in diags] == [("TT901", 1)]
+        assert diags[0].range == types.Range(types.Position(1, 0), types.Position(1, 9))
+        (related,) = diags[0].related_information or []
+        assert related.location.uri == first and related.location.range.start.line == 0
+        assert await h.diagnostics(first, 1) == []  # magics are not syntax errors
+
+        # A fix edits the right cell; re-linted, the notebook is clean.
+        (fix, *_) = await h.code_actions(third, 1, only=["quickfix"])
+        resolved = await h.resolve(fix)
+        assert resolved.edit is not None
+        ((uri, edits),) = edits_by_uri(resolved.edit).items()
+        assert uri == third
+        assert edits[0].range == types.Range(types.Position(1, 0), types.Position(1, 6))
+        version = nb.set_text(2, "x = 1\nsafe(x)")
+        assert await h.diagnostics(third, version) == []
+
+        # A syntax error in one cell keeps the others' findings.
+        nb.set_text(2, "x = 1\ndanger(x)")
+        await h.diagnostics(third, 3)
+        version = nb.set_text(0, "import os\ndef f(:")
+        diags = await h.diagnostics(first, version)
+        assert [d.code for d in diags] == ["TT000"]
+        third_now = h.last(third)
+        assert third_now is not None and [d.code for d in third_now.diagnostics] == ["TT901"]
+
+        # Inserting a cell lints it in place.
+        new = nb.insert(1, "danger(2)\ndanger(3)")
+        diags = await h.diagnostics(new, 1)
+        assert [d.range.start.line for d in diags] == [0, 1]
+        hover = await h.hover(new, 1, 2)
+        assert hover is not None
+
+        # Fix all over the notebook: one edit per cell.
+        result = await h.command("torchtrap.fixAll", nb.uri)
+        assert result["applied"] is True
+        changed = edits_by_uri(h.applied_edits[-1])
+        assert set(changed) == {new, third}
+
+        mark = len(h.publishes)
+        nb.close()
+        for uri in (first, markdown, third, new):
+            assert await h.diagnostics(uri, None, after=mark) == []
+        info = await h.command("torchtrap.debugInfo")
+        assert info["openNotebooks"] == 0 and info["openDocuments"] == 0
+        assert info["state"] == {"units": 0, "carried": 0, "cellTexts": 0, "probesRunning": 0}

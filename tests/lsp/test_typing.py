@@ -1,0 +1,94 @@
+"""Typing in progress: debounce, the version guard, and syntax errors that
+neither crash, pop up, nor wipe the other findings."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from lsp_harness import session
+from lsprotocol import types
+
+SOURCE = "import os\n\ndanger(1)\n\n\ndanger(2)\n"
+
+
+async def test_syntax_error_keeps_last_good_findings(root: Path) -> None:
+    async with session(root) as h:
+        uri = h.open("a.py", SOURCE)
+        assert [d.range.start.line for d in await h.diagnostics(uri, 1)] == [2, 5]
+        # The user starts a new function above both findings...
+        broken = "import os\ndef f(:\n\ndanger(1)\n\n\ndanger(2)\n"
+        version = h.change(uri, broken)
+        diags = await h.diagnostics(uri, version)
+        codes = sorted((d.code, d.range.start.line) for d in diags)
+        # ...the findings stay, moved down one line; the syntax error is
+        # information, not an error squiggle of its own.
+        assert codes == [("TT000", 1), ("TT901", 3), ("TT901", 6)]
+        (syntax,) = [d for d in diags if d.code == "TT000"]
+        assert syntax.severity == types.DiagnosticSeverity.Information
+        # Editing a line with a finding drops just that one.
+        h.change(uri, broken.replace("danger(1)", "dang"))
+        version = h.change(uri, broken.replace("danger(1)", "danger(1"))
+        diags = await h.diagnostics(uri, version)
+        assert sorted((d.code, d.range.start.line) for d in diags) == [
+            ("TT000", 1),
+            ("TT901", 6),
+        ]
+        # Fixed: fresh findings only.
+        version = h.change(uri, broken.replace("def f(:", "def f():\n    pass"))
+        diags = await h.diagnostics(uri, version)
+        assert [(d.code, d.range.start.line) for d in diags] == [("TT901", 4), ("TT901", 7)]
+        assert not h.client.messages  # never a pop-up
+        # No code actions from an unparsable version, but no error either.
+        h.change(uri, "def f(:\n")
+        assert await h.code_actions(uri, 0, only=["quickfix"]) == []
+
+
+async def test_debounce_publishes_once_for_the_last_version(root: Path) -> None:
+    async with session(root, settings={"debounceMs": 300}) as h:
+        uri = h.open("a.py", "x = 1\n")
+        await h.diagnostics(uri, 1)
+        mark = len(h.publishes)
+        for i in range(10):  # faster than the debounce
+            h.change(uri, "x = 1\n" + "danger(0)\n" * (i + 1))
+            await asyncio.sleep(0.01)
+        diags = await h.diagnostics(uri, 11, after=mark)
+        assert len(diags) == 10
+        await asyncio.sleep(0.4)
+        assert [p.version for p in h.publishes[mark:] if p.uri == uri] == [11]
+
+
+async def test_stale_results_are_never_published(root: Path) -> None:
+    async with session(root, settings={"debounceMs": 0}) as h:
+        uri = h.open("a.py", "x = 1\n")
+        await h.diagnostics(uri, 1)
+        mark = len(h.publishes)
+        # v2 takes 500 ms to lint (the fake slow rule); v3 arrives meanwhile.
+        h.change(uri, "# sleep: 500\ndanger(1)\n")
+        await asyncio.sleep(0.1)
+        v3 = h.change(uri, "danger(1)\ndanger(2)\ndanger(3)\n")
+        diags = await h.diagnostics(uri, v3, after=mark)
+        assert len(diags) == 3
+        await asyncio.sleep(0.3)
+        versions = [p.version for p in h.publishes[mark:] if p.uri == uri]
+        assert versions == [v3]  # v2's result was dropped, not published late
+        # Every publish matches the text of the version it names.
+        for p in h.publishes:
+            if p.uri == uri and p.version == v3:
+                assert len(p.diagnostics) == 3
+
+
+async def test_large_file(root: Path) -> None:
+    body = "".join(f"value_{i} = {i}  # 第{i}行 😀\n" for i in range(10_000))
+    text = body + "danger(value_9999)\n"
+    async with session(root) as h:
+        uri = h.open("big.py", text)
+        diags = await h.diagnostics(uri, 1, timeout=30)
+        assert [d.range.start.line for d in diags] == [10_000]
+        # An incremental edit near the top moves the finding down.
+        at = types.Range(types.Position(5, 0), types.Position(5, 0))
+        version = h.edit(uri, [types.TextEdit(at, "danger(1)\n")])
+        diags = await h.diagnostics(uri, version, timeout=30)
+        assert [d.range.start.line for d in diags] == [5, 10_001]
+        actions = await h.code_actions(uri, 10_001, only=["quickfix"])
+        assert actions and actions[0].title.startswith("TorchTrap (TT901)")
