@@ -12,6 +12,8 @@ from lsp_harness import session
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 async def test_explain_rule_and_debug_info(root: Path) -> None:
     async with session(root) as h:
@@ -44,9 +46,13 @@ async def test_closed_documents_are_freed(root: Path) -> None:
 
 
 async def test_run_probe_on_cpu(root: Path) -> None:
+    example = ROOT / "examples" / "tt101_stored_rng.py"
     async with session(root) as h:
+        uri = h.open("tt101.py", example.read_text(encoding="utf-8"))
+        assert any(d.code == "TT101" for d in await h.diagnostics(uri, 1))
         token = "probe-token"
         h.client.progress_reports[token] = []
+        mark = len(h.publishes)
         result = await h.client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="torchtrap.runProbe",
@@ -62,6 +68,11 @@ async def test_run_probe_on_cpu(root: Path) -> None:
         kinds = [type(v).__name__ for v in h.client.progress_reports[token]]
         assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
         assert "WorkDoneProgressReport" in kinds
+        # What the probe confirmed is appended to that rule's findings.
+        if report["rules"].get("TT101", {}).get("verdict") != "confirmed":
+            pytest.skip("the probe did not confirm TT101 on this machine")
+        (tt101,) = [d for d in await h.diagnostics(uri, 1, after=mark) if d.code == "TT101"]
+        assert "(confirmed on this machine by the GPU probe: " in tt101.message
 
 
 async def test_run_probe_cancel_kills_it(root: Path) -> None:
