@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from torchtrap.rules.base import Context, Invalid, Rule, Valid
+from torchtrap.rules.tt201_log_of_probability import LogOfProbability
+from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 
-ALL_RULES: list[type[Rule]] = []
+ALL_RULES: list[type[Rule]] = [
+    LogOfProbability,
+    DiscardedOutOfPlaceResult,
+]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 

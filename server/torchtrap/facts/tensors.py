@@ -1,0 +1,553 @@
+"""Where a local value comes from, for the tensor-semantics rules.
+
+Two questions, answered from the one module's ``ast`` only:
+
+* Which assignments to a name can reach a use of it in the same function
+  (``reaching``), and was the name changed in place in between (``p.clamp_()``,
+  ``p[...] = ...``, ``p += ...``, ``out=p``)?
+* Is an expression evidently a tensor or an ``nn.Module`` (``kind_of``)?
+  Evidence only, never a guess from a variable's name: ``torch.*`` tensor
+  functions, tensor methods on tensors, parameters annotated ``torch.Tensor``,
+  calling a module, ``nn.Parameter``, ``self.x = torch.zeros(...)``,
+  ``register_buffer``, loops over ``.parameters()`` or over a DataLoader.
+  Anything else is ``UNKNOWN``, and rules stay silent on shared method
+  names (``to``, ``float``, ``add``...) for unknown receivers.
+
+Computed lazily per scope, only for the names a rule asks about.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.index import ancestors, enclosing_scope, enclosing_statement, walk_scope
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+Pos = tuple[int, int]
+
+
+def words(text: str) -> frozenset[str]:
+    """A name table written as whitespace-separated words."""
+    return frozenset(text.split())
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"
+    UNKNOWN = "unknown"
+
+
+# torch.* functions that return a tensor (an allowlist: torch.load, torch.compile,
+# torch.jit.script... return models or anything, and stay unknown).
+TORCH_TENSOR_FUNCTIONS = words(
+    """
+    tensor as_tensor asarray from_numpy frombuffer zeros ones empty full rand randn randint
+    randperm arange linspace logspace eye zeros_like ones_like empty_like full_like rand_like
+    randn_like randint_like stack cat concat concatenate hstack vstack where clamp clip
+    clamp_min clamp_max softmax log_softmax sigmoid tanh relu exp log log2 log10 log1p expm1
+    abs neg sqrt rsqrt pow square reciprocal sign floor ceil round trunc matmul mm bmm einsum
+    outer addmm addcmul addcdiv lerp sum mean prod std var norm cumsum cumprod logsumexp
+    maximum minimum gather scatter scatter_add scatter_reduce masked_fill masked_scatter
+    masked_select index_select index_fill index_add index_copy index_put index_reduce
+    take_along_dim narrow unsqueeze squeeze transpose t permute reshape flatten unflatten
+    movedim repeat_interleave tile flip roll diag tril triu bernoulli multinomial normal
+    poisson add sub mul div true_divide floor_divide fmod remainder nan_to_num erf
+    clone detach one_hot argmax argmin cdist dist cross dot tensordot kron
+    """
+)
+# Namespaces whose lowercase functions return tensors.
+TORCH_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.fft.", "torch.special.")
+_NOT_MODULE_NAMESPACES = ("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")
+# nn.* names that are tensors, not modules.
+TORCH_TENSOR_CLASSES = frozenset(
+    {
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.nn.Buffer",
+        "torch.nn.parameter.Buffer",
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+        "torch.IntTensor",
+        "torch.BoolTensor",
+        "torch.DoubleTensor",
+        "torch.HalfTensor",
+    }
+)
+TENSOR_ANNOTATIONS = TORCH_TENSOR_CLASSES
+# Tensor methods that return a tensor (for chains: ``x.float().view(-1)``).
+TENSOR_METHODS = words(
+    """
+    clamp clamp_min clamp_max clip masked_fill masked_scatter masked_select scatter scatter_add
+    scatter_reduce index_fill index_add index_copy index_put index_reduce index_select gather
+    unsqueeze squeeze transpose t permute view reshape flatten unflatten expand expand_as
+    view_as reshape_as type_as repeat repeat_interleave narrow contiguous detach clone float
+    half double bfloat16 int long bool byte short to cuda cpu add sub mul div pow abs neg exp
+    log log2 log10 log1p sqrt rsqrt reciprocal square sigmoid tanh relu softmax log_softmax
+    sum mean prod std var norm cumsum matmul mm bmm softmax argmax argmin floor ceil round
+    trunc sign nan_to_num lerp addcmul addcdiv fmod remainder new_zeros new_ones new_full
+    new_empty new_tensor flip roll tril triu diag
+    """
+)
+# Methods that return the module itself when called on one.
+MODULE_SELF_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "train", "eval"}
+    | {"requires_grad_", "share_memory", "to_empty", "apply", "xpu"}
+)
+# Methods whose loop variable yields parameters / buffers (path in the target).
+_PARAMETER_ITERATORS = {
+    "parameters": (),
+    "buffers": (),
+    "named_parameters": (1,),
+    "named_buffers": (1,),
+}
+_CONDITIONAL = tuple(
+    t
+    for t in (
+        ast.If,
+        ast.For,
+        ast.AsyncFor,
+        ast.While,
+        ast.Try,
+        getattr(ast, "TryStar", None),
+        getattr(ast, "Match", None),
+    )
+    if t is not None
+)
+_MAX_DEPTH = 6
+_NAMED_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
+
+
+@dataclass
+class Binding:
+    """One place where ``name`` gets a value in a scope."""
+
+    name: str
+    pos: Pos
+    stmt: ast.AST
+    value: ast.expr | None = None  # the whole value bound to this name, when known
+    annotation: ast.expr | None = None
+    loop_iter: ast.expr | None = None  # for-loop targets: the iterable
+    path: tuple[int, ...] = ()  # index inside an unpacked target: (x, (y, z)) -> z is (1, 1)
+
+
+@dataclass
+class ScopeTable:
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    mutations: dict[str, list[Pos]] = field(default_factory=dict)
+
+
+@dataclass
+class Reach:
+    """The bindings that may give a name its value at a use."""
+
+    bindings: list[Binding]
+    mutated: bool  # changed in place between the earliest of them and the use
+    complete: bool  # False when every binding found is conditional (the name
+    # may also come from an outer scope or be unbound)
+
+
+def _pos(node: ast.AST) -> Pos:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _collect(scope: ast.AST) -> ScopeTable:
+    bindings: defaultdict[str, list[Binding]] = defaultdict(list)
+    mutations: defaultdict[str, list[Pos]] = defaultdict(list)
+
+    def bind_target(
+        target: ast.AST,
+        value: ast.expr | None,
+        stmt: ast.AST,
+        path: tuple[int, ...] = (),
+        loop_iter: ast.expr | None = None,
+        annotation: ast.expr | None = None,
+    ) -> None:
+        if isinstance(target, ast.Name):
+            bindings[target.id].append(
+                Binding(target.id, _pos(stmt), stmt, value, annotation, loop_iter, path)
+            )
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            if elts is not None and len(elts) != len(target.elts):
+                elts = None
+            for i, elt in enumerate(target.elts):
+                sub = elts[i] if elts is not None and loop_iter is None else None
+                bind_target(elt, sub, stmt, (*path, i), loop_iter)
+        elif isinstance(target, ast.Starred):
+            bind_target(target.value, None, stmt, (*path, -1), loop_iter)
+        elif isinstance(target, ast.Subscript):
+            root = _root_name(target)
+            if root is not None:
+                mutations[root].append(_pos(stmt))
+
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                bindings[arg.arg].append(
+                    Binding(arg.arg, _pos(scope), scope, annotation=arg.annotation)
+                )
+    for node in walk_scope(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind_target(target, node.value, node)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                bind_target(node.target, node.value, node, annotation=node.annotation)
+        elif isinstance(node, ast.AugAssign):
+            root = _root_name(node.target)
+            if root is not None:
+                mutations[root].append(_pos(node))
+        elif isinstance(node, ast.NamedExpr):
+            bind_target(node.target, node.value, enclosing_statement(node) or node)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            bind_target(node.target, None, node, loop_iter=node.iter)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    bind_target(item.optional_vars, None, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".", 1)[0]
+                bindings[name].append(Binding(name, _pos(node), node))
+        elif isinstance(node, _NAMED_NODES) and node.name:
+            bindings[node.name].append(Binding(node.name, _pos(node), node))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            # Bound elsewhere too: make every later use look unknown.
+            for name in node.names:
+                bindings[name].append(Binding(name, (0, 0), node))
+        elif isinstance(node, ast.Call):
+            _record_call_mutation(node, mutations)
+    for events in bindings.values():
+        events.sort(key=lambda b: b.pos)
+    for positions in mutations.values():
+        positions.sort()
+    return ScopeTable(dict(bindings), dict(mutations))
+
+
+def _record_call_mutation(call: ast.Call, mutations: defaultdict[str, list[Pos]]) -> None:
+    """``p.clamp_(...)``, ``torch.clamp_(p)``, ``nn.init.zeros_(p)``, ``out=p``."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    in_place = name.endswith("_") and not name.startswith("_")
+    if in_place and isinstance(func, ast.Attribute):
+        root = _root_name(func.value)
+        if root is not None:
+            mutations[root].append(_pos(call))
+    if in_place and call.args:
+        root = _root_name(call.args[0])
+        if root is not None:
+            mutations[root].append(_pos(call))
+    for kw in call.keywords:
+        if kw.arg == "out":
+            root = _root_name(kw.value)
+            if root is not None:
+                mutations[root].append(_pos(call))
+
+
+class TensorFacts:
+    """Per-module cache; rules create one in ``check()``."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.imports = facts.imports
+        self.classes = facts.classes
+        self.tree = facts.tree
+        self._tables: dict[int, ScopeTable] = {}
+        self._self_attrs: dict[int, dict[str, list[ast.expr | Kind]]] = {}
+        self._dataloader_calls: set[int] | None = None
+
+    # -- bindings -------------------------------------------------------------
+    def table(self, scope: ast.AST) -> ScopeTable:
+        key = id(scope)
+        if key not in self._tables:
+            self._tables[key] = _collect(scope)
+        return self._tables[key]
+
+    def reaching(self, name: str, at: ast.AST) -> Reach | None:
+        """Bindings of ``name`` in ``at``'s own scope that may reach ``at``:
+        the last one before it, and the ones before that while they are
+        conditional (inside an ``if``/loop/``try`` that does not hold ``at``).
+        None when the scope does not bind the name before ``at``."""
+        stmt = enclosing_statement(at) or at
+        scope = enclosing_scope(at)
+        table = self.table(scope)
+        events = table.bindings.get(name)
+        if not events:
+            return None
+        use = _pos(stmt)
+        before = [b for b in events if b.pos < use]
+        if not before:
+            return None
+        around = {id(a) for a in ancestors(at)}
+        chosen: list[Binding] = []
+        complete = False
+        for binding in reversed(before):
+            chosen.append(binding)
+            if not self._conditional(binding, around, scope):
+                complete = True
+                break
+        first = min(b.pos for b in chosen)
+        mutated = any(first < p < use for p in table.mutations.get(name, ()))
+        return Reach(chosen, mutated, complete)
+
+    @staticmethod
+    def _conditional(binding: Binding, around: set[int], scope: ast.AST) -> bool:
+        nodes: list[ast.AST] = [binding.stmt] if binding.loop_iter is not None else []
+        for anc in ancestors(binding.stmt):
+            if anc is scope:
+                break
+            nodes.append(anc)
+        return any(isinstance(n, _CONDITIONAL) and id(n) not in around for n in nodes)
+
+    def values_of(self, expr: ast.expr, at: ast.AST) -> list[tuple[ast.expr, ast.AST]] | None:
+        """What a name or ``self.attr`` was assigned: (value, where) pairs, or
+        None when unknown (a parameter, a loop variable, an outer scope...)."""
+        if isinstance(expr, ast.Name):
+            reach = self.reaching(expr.id, at)
+            if reach is None:
+                return self._module_value(expr.id, at)
+            if not reach.complete or any(b.value is None for b in reach.bindings):
+                return None
+            return [(b.value, b.stmt) for b in reach.bindings if b.value is not None]
+        if isinstance(expr, ast.Attribute) and _is_self(expr.value):
+            values = self._self_attr_values(at).get(expr.attr)
+            if not values or any(isinstance(v, Kind) for v in values):
+                return None
+            return [(v, v) for v in values if isinstance(v, ast.expr)]
+        return None
+
+    def _module_value(self, name: str, at: ast.AST) -> list[tuple[ast.expr, ast.AST]] | None:
+        scope = enclosing_scope(at)
+        if isinstance(scope, ast.Module) or self.table(scope).bindings.get(name):
+            return None  # module level already looked at, or bound here after the use
+        events = self.table(self.tree).bindings.get(name, [])
+        if len(events) == 1 and events[0].value is not None:
+            return [(events[0].value, events[0].stmt)]
+        return None
+
+    def _self_attr_values(self, at: ast.AST) -> dict[str, list[ast.expr | Kind]]:
+        cls = next((a for a in ancestors(at) if isinstance(a, ast.ClassDef)), None)
+        if cls is None:
+            return {}
+        key = id(cls)
+        if key not in self._self_attrs:
+            found: defaultdict[str, list[ast.expr | Kind]] = defaultdict(list)
+            for stmt in cls.body:
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in walk_scope(stmt):
+                    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        for target in targets:
+                            if isinstance(target, ast.Attribute) and _is_self(target.value):
+                                found[target.attr].append(node.value)
+                            elif isinstance(target, (ast.Tuple, ast.List)):
+                                for elt in target.elts:
+                                    if isinstance(elt, ast.Attribute) and _is_self(elt.value):
+                                        found[elt.attr].append(Kind.UNKNOWN)
+                    elif isinstance(node, ast.Call):
+                        _record_registration(node, found)
+            self._self_attrs[key] = dict(found)
+        return self._self_attrs[key]
+
+    # -- kinds ------------------------------------------------------------------
+    def kind_of(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> Kind:
+        """TENSOR or MODULE when there is evidence, else UNKNOWN."""
+        if depth > _MAX_DEPTH:
+            return Kind.UNKNOWN
+        if isinstance(expr, ast.Call):
+            return self._kind_of_call(expr, at, depth)
+        if isinstance(expr, ast.Name):
+            return self._kind_of_name(expr, at, depth)
+        if isinstance(expr, ast.Attribute):
+            return self._kind_of_attribute(expr, at, depth)
+        if isinstance(expr, ast.Subscript):
+            if self.kind_of(expr.value, at, depth + 1) is Kind.TENSOR:
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.Mod):
+            sides = {self.kind_of(side, at, depth + 1) for side in (expr.left, expr.right)}
+            tensor = Kind.TENSOR in sides and Kind.MODULE not in sides
+            return Kind.TENSOR if tensor else Kind.UNKNOWN
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
+            operand = self.kind_of(expr.operand, at, depth + 1)
+            return Kind.TENSOR if operand is Kind.TENSOR else Kind.UNKNOWN
+        return Kind.UNKNOWN
+
+    def qualname_kind(self, qualname: str) -> Kind:
+        if qualname in TORCH_TENSOR_CLASSES:
+            return Kind.TENSOR
+        head, _, last = qualname.rpartition(".")
+        if head == "torch" and last in TORCH_TENSOR_FUNCTIONS:
+            return Kind.TENSOR
+        if qualname.startswith(TORCH_TENSOR_NAMESPACES) and last[:1].islower():
+            return Kind.TENSOR
+        if (
+            qualname.startswith("torch.nn.")
+            and last[:1].isupper()
+            and not qualname.startswith(_NOT_MODULE_NAMESPACES)
+        ):
+            return Kind.MODULE
+        if qualname.startswith("torchvision.models.") and not last.endswith(("Weights", "_")):
+            return Kind.MODULE  # resnet18(), ResNet(...): models
+        return Kind.UNKNOWN
+
+    def _kind_of_call(self, call: ast.Call, at: ast.AST, depth: int) -> Kind:
+        func = call.func
+        qualname = self.imports.qualname(func)
+        if qualname is not None:
+            return self.qualname_kind(qualname)
+        local = self.classes.class_of_call(call)
+        if local is not None:
+            return Kind.MODULE if self.classes.is_module(local) else Kind.UNKNOWN
+        if isinstance(func, ast.Attribute):
+            receiver = self.kind_of(func.value, at, depth + 1)
+            if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
+                return Kind.TENSOR
+            if receiver is Kind.MODULE:
+                return Kind.MODULE if func.attr in MODULE_SELF_METHODS else Kind.UNKNOWN
+        if (
+            isinstance(func, (ast.Name, ast.Attribute))
+            and self.kind_of(func, at, depth + 1) is Kind.MODULE
+        ):
+            return Kind.TENSOR  # calling a module: its forward's output
+        return Kind.UNKNOWN
+
+    def _kind_of_name(self, name: ast.Name, at: ast.AST, depth: int) -> Kind:
+        if name.id in ("self", "cls"):
+            return Kind.UNKNOWN
+        reach = self.reaching(name.id, at)
+        if reach is None:
+            values = self._module_value(name.id, at)
+            if values is None:
+                return Kind.UNKNOWN
+            return self._agree([self.kind_of(v, w, depth + 1) for v, w in values])
+        if not reach.complete:
+            return Kind.UNKNOWN
+        return self._agree([self._kind_of_binding(b, depth) for b in reach.bindings])
+
+    def _kind_of_binding(self, binding: Binding, depth: int) -> Kind:
+        if binding.annotation is not None and self._is_tensor_annotation(binding.annotation):
+            return Kind.TENSOR
+        if binding.value is not None:
+            return self.kind_of(binding.value, binding.stmt, depth + 1)
+        if binding.loop_iter is not None:
+            return self._kind_of_loop_item(binding.loop_iter, binding.path, binding.stmt, depth)
+        return Kind.UNKNOWN
+
+    def _kind_of_loop_item(
+        self, iterable: ast.expr, path: tuple[int, ...], at: ast.AST, depth: int
+    ) -> Kind:
+        # for p in model.parameters() / for name, p in model.named_parameters()
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr in _PARAMETER_ITERATORS
+        ):
+            wanted = _PARAMETER_ITERATORS[iterable.func.attr]
+            return Kind.TENSOR if path == wanted else Kind.UNKNOWN
+        # for x, y in loader / enumerate(loader) / tqdm(loader): batches of tensors
+        while isinstance(iterable, ast.Call) and iterable.args:
+            callee = self.imports.qualname(iterable.func) or getattr(iterable.func, "id", "")
+            if callee in ("enumerate",):
+                if not path or path[0] != 1:
+                    return Kind.UNKNOWN
+                path = path[1:]
+            elif callee not in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"):
+                break
+            iterable = iterable.args[0]
+        if not path:
+            return Kind.UNKNOWN  # the batch itself may be a list or dict
+        if self._is_dataloader(iterable, at):
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _is_dataloader(self, expr: ast.expr, at: ast.AST) -> bool:
+        if self._dataloader_calls is None:
+            # With a collate_fn the batch may hold anything (a BatchEncoding's
+            # `.to()` works in place); the default collate gives tensors.
+            self._dataloader_calls = {
+                id(d.node)
+                for d in self.facts.dataloaders
+                if d.argument("collate_fn") is None and not d.has_splat
+            }
+        if isinstance(expr, ast.Call):
+            return id(expr) in self._dataloader_calls
+        values = self.values_of(expr, at)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and id(v) in self._dataloader_calls for v, _ in values or ()
+        )
+
+    def _kind_of_attribute(self, attr: ast.Attribute, at: ast.AST, depth: int) -> Kind:
+        if attr.attr == "grad":
+            return Kind.TENSOR
+        if attr.attr in ("data", "T", "mT", "real", "imag"):
+            base = self.kind_of(attr.value, at, depth + 1)
+            return Kind.TENSOR if base is Kind.TENSOR else Kind.UNKNOWN
+        if attr.attr in ("weight", "bias"):
+            base = self.kind_of(attr.value, at, depth + 1)
+            return Kind.TENSOR if base is Kind.MODULE else Kind.UNKNOWN
+        if _is_self(attr.value):
+            values = self._self_attr_values(at).get(attr.attr)
+            if not values:
+                return Kind.UNKNOWN
+            return self._agree(
+                [v if isinstance(v, Kind) else self.kind_of(v, v, depth + 1) for v in values]
+            )
+        return Kind.UNKNOWN
+
+    def _is_tensor_annotation(self, annotation: ast.expr) -> bool:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            text = annotation.value.replace(" ", "")
+            return text in ("torch.Tensor", "Tensor", "Optional[torch.Tensor]", "Optional[Tensor]")
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = (annotation.left, annotation.right)
+            return any(self._is_tensor_annotation(s) for s in sides) and all(
+                self._is_tensor_annotation(s) or _is_none(s) for s in sides
+            )
+        if isinstance(annotation, ast.Subscript) and (
+            self.imports.qualname(annotation.value) in ("typing.Optional",)
+        ):
+            return self._is_tensor_annotation(annotation.slice)
+        return self.imports.qualname(annotation) in TENSOR_ANNOTATIONS
+
+    @staticmethod
+    def _agree(kinds: list[Kind]) -> Kind:
+        return kinds[0] if kinds and all(k is kinds[0] for k in kinds) else Kind.UNKNOWN
+
+
+def _record_registration(call: ast.Call, found: defaultdict[str, list[ast.expr | Kind]]) -> None:
+    """``self.register_buffer("w", t)`` makes ``self.w`` a tensor;
+    ``self.add_module("m", mod)`` a module."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and _is_self(func.value) and call.args):
+        return
+    first = call.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return
+    if func.attr in ("register_buffer", "register_parameter"):
+        found[first.value].append(Kind.TENSOR)
+    elif func.attr in ("add_module", "register_module"):
+        found[first.value].append(Kind.MODULE)
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

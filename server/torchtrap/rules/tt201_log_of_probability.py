@@ -1,0 +1,870 @@
+"""TT201: the log of a softmax or sigmoid output, with no guard."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from torchtrap.facts.tensors import TensorFacts, words
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range
+from torchtrap.fixes import edits
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+# The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
+# 1e-4 is nonzero in float16, bfloat16 and float32, its log is finite, and the
+# gradient of log at the bound (1/1e-4 = 1e4) stays finite in float16 (max
+# 65504). 1e-5 overflows that gradient in float16 (inf); 1e-8 rounds to 0 in
+# float16 (log -inf); torch.finfo(dtype).tiny leaves a gradient of 8.5e37
+# in float32 that overflows after a factor of 4.
+CLAMP_MIN = "1e-4"
+
+SOFTMAX_FUNCTIONS = {
+    "torch.softmax": "torch.log_softmax",
+    "torch.nn.functional.softmax": "torch.nn.functional.log_softmax",
+    "torch.special.softmax": "torch.special.log_softmax",
+}
+SIGMOID_FUNCTIONS = frozenset(
+    {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}
+)
+SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.Softmax2d"})
+SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid"})
+LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
+# Operations that keep a zero probability zero (selection, layout, casts).
+KEEP_ZERO_METHODS = words(
+    """
+    gather index_select masked_select select narrow take_along_dim view reshape squeeze
+    unsqueeze flatten transpose t permute contiguous float double half to detach clone cpu cuda
+    """
+)
+KEEP_ZERO_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in ("gather", "index_select", "masked_select", "select", "narrow", "take_along_dim")
+    + ("squeeze", "unsqueeze", "flatten", "transpose", "permute", "reshape")
+)
+_ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+_MAX_DEPTH = 5
+
+
+@dataclass(frozen=True)
+class Probability:
+    kind: str  # "softmax" or "sigmoid"
+    call: ast.Call  # where the probabilities are computed
+    direct: bool  # the log's argument is exactly ``call`` (or ``1 - call``)
+    complement: bool  # 1 - p
+    module: bool  # computed by an nn.Softmax / nn.Sigmoid instance
+    via: str | None = None  # the local name it went through
+
+
+class LogOfProbability(Rule):
+    """Flags `torch.log` of a softmax or sigmoid output that is not guarded.
+
+    ## What it does
+    Flags `torch.log(p)`, `p.log()` (also `log2`/`log10`) where `p` is the
+    output of a softmax or sigmoid: `torch.softmax`, `F.softmax`,
+    `torch.special.softmax`, `x.softmax(dim)`, `torch.sigmoid`, `F.sigmoid`,
+    `torch.special.expit`, `x.sigmoid()`, an `nn.Softmax`/`nn.Sigmoid`
+    instance (also as the last layer of an `nn.Sequential`), a selection of
+    one (`p[:, 0]`, `p.gather(...)`), `1 - p`, or a local name assigned one
+    of these in the same function.
+
+    It stays silent when the value is guarded: `p.clamp(min=...)`,
+    `torch.clamp`, `clamp_min`, `p + eps`, `torch.maximum(p, eps)`, an
+    in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
+    `log_softmax`/`logsigmoid`, which need no guard.
+
+    ## Why is this bad?
+    A probability that underflows to exactly 0 makes the log `-inf` and the
+    gradient NaN, which then spreads into every weight. In float32,
+    `torch.log(torch.softmax(x, -1))` with `x = [0, 100, 200]` gives
+    `[-inf, -99.98, 0]` and a gradient of `[nan, nan, nan]`; with logits
+    `[[0, 120]]` and target 0 the loss is `inf` while `cross_entropy` gives
+    120.0. `sigmoid(x)` is exactly 0 for `x < -88.7` and `1 - sigmoid(x)`
+    for `x > 16.6`. `log_softmax` and `logsigmoid` compute the same values
+    without forming the probability: `[-200, -100, 0]`, finite gradient.
+
+    Fixes: when the argument is literally the softmax (with its `dim`) or
+    sigmoid call, the safe fix rewrites it to `log_softmax(x, dim)`,
+    `F.logsigmoid(x)`, or `F.logsigmoid(-x)` for `log(1 - sigmoid(x))`.
+    Otherwise the (unsafe) fix clamps the argument with `.clamp(min=1e-4)`:
+    1e-4 is the smallest power of ten whose log and log-gradient (1e4) stay
+    finite in float16, bfloat16 and float32 alike. It changes the loss for
+    probabilities below 1e-4 (their gradient becomes 0): review the bound.
+
+    ## Example
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    loss = -(target * torch.log(probs)).sum(-1).mean()
+    ```
+
+    ## Use instead
+    ```python
+    loss = -(target * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §3 (log of softmax: -inf and NaN gradient)
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.log_softmax.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.logsigmoid.html
+    """
+
+    code = "TT201"
+    name = "log-of-probability"
+    summary = "`torch.log` of a softmax/sigmoid output: -inf and NaN gradients on underflow"
+    requires_text = ("log",)
+    tensors: TensorFacts
+
+    def check(self) -> Iterable[Finding]:
+        self.tensors = TensorFacts(self.ctx.facts)
+        for call in self.ctx.facts.index.of(ast.Call):
+            found = self._log_argument(call)
+            if found is None:
+                continue
+            arg, base, method_form = found
+            prob = self._probability(arg, call, 0)
+            if prob is None:
+                continue
+            yield self._finding(call, arg, base, method_form, prob)
+
+    # -- detection ------------------------------------------------------------
+    def _log_argument(self, call: ast.Call) -> tuple[ast.expr, str, bool] | None:
+        """(argument, "log"/"log2"/"log10", method form?) of a torch log call."""
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            base = func.attr
+        elif isinstance(func, ast.Name):
+            base = func.id
+        else:
+            return None
+        if base not in ("log", "log2", "log10"):
+            return None
+        qualname = self.ctx.facts.imports.qualname(func)
+        if qualname is not None:
+            if qualname not in LOG_FUNCTIONS or len(call.args) != 1 or call.keywords:
+                return None
+            if isinstance(call.args[0], ast.Starred):
+                return None
+            return call.args[0], base, False
+        if isinstance(func, ast.Attribute) and not call.args and not call.keywords:
+            return func.value, base, True
+        return None
+
+    def _probability(self, expr: ast.expr, at: ast.AST, depth: int) -> Probability | None:
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Call):
+            return self._probability_call(expr, at, depth)
+        if isinstance(expr, ast.Subscript):
+            inner = self._probability(expr.value, at, depth + 1)
+            return replace(inner, direct=False) if inner else None
+        if (
+            isinstance(expr, ast.BinOp)
+            and isinstance(expr.op, ast.Sub)
+            and isinstance(expr.left, ast.Constant)
+            and type(expr.left.value) in (int, float)
+            and expr.left.value == 1
+        ):
+            inner = self._probability(expr.right, at, depth + 1)
+            if inner is None or inner.complement:
+                return None
+            return replace(inner, complement=True)
+        if isinstance(expr, ast.Name):
+            reach = self.tensors.reaching(expr.id, at)
+            if reach is None or not reach.complete or reach.mutated:
+                return None
+            found = [
+                self._probability(b.value, b.stmt, depth + 1) if b.value is not None else None
+                for b in reach.bindings
+            ]
+            if not found or any(p is None for p in found):
+                return None
+            latest = found[0]
+            assert latest is not None
+            return replace(latest, direct=False, via=expr.id)
+        return None
+
+    def _probability_call(self, call: ast.Call, at: ast.AST, depth: int) -> Probability | None:
+        func = call.func
+        qualname = self.ctx.facts.imports.qualname(func)
+        if qualname in SOFTMAX_FUNCTIONS:
+            return Probability("softmax", call, True, False, False)
+        if qualname in SIGMOID_FUNCTIONS:
+            return Probability("sigmoid", call, True, False, False)
+        if qualname in KEEP_ZERO_FUNCTIONS and call.args:
+            inner = self._probability(call.args[0], at, depth + 1)
+            return replace(inner, direct=False) if inner else None
+        if qualname is not None:
+            return None
+        if isinstance(func, ast.Attribute):
+            if func.attr == "softmax":
+                return Probability("softmax", call, True, False, False)
+            if func.attr == "sigmoid" and not call.args and not call.keywords:
+                return Probability("sigmoid", call, True, False, False)
+            if func.attr in KEEP_ZERO_METHODS:
+                inner = self._probability(func.value, at, depth + 1)
+                return replace(inner, direct=False) if inner else None
+        kind = self._module_kind(func, at)
+        if kind is not None:
+            return Probability(kind, call, False, False, True)
+        return None
+
+    def _module_kind(self, func: ast.expr, at: ast.AST) -> str | None:
+        """ "softmax"/"sigmoid" when ``func`` is an nn.Softmax / nn.Sigmoid
+        instance (or an nn.Sequential ending in one)."""
+        values = self.tensors.values_of(func, at)
+        if not values:
+            return None
+        kinds = {self._module_value_kind(value) for value, _ in values}
+        if len(kinds) == 1:
+            return kinds.pop()
+        return None
+
+    def _module_value_kind(self, value: ast.expr) -> str | None:
+        if not isinstance(value, ast.Call):
+            return None
+        qualname = self.ctx.facts.imports.qualname(value.func)
+        if qualname in SOFTMAX_MODULES:
+            return "softmax"
+        if qualname in SIGMOID_MODULES:
+            return "sigmoid"
+        if qualname == "torch.nn.Sequential" and value.args:
+            last = value.args[-1]
+            if not isinstance(last, ast.Starred):
+                return self._module_value_kind(last)
+        return None
+
+    # -- finding and fixes ----------------------------------------------------
+    def _finding(
+        self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
+    ) -> Finding:
+        log_text = f"`.{base}()`" if method_form else f"`torch.{base}`"
+        what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} output"
+        if prob.via is not None:
+            what += f" from line {prob.call.lineno} (via `{prob.via}`)"
+        rewrite = self._rewrite_fix(call, arg, base, method_form, prob)
+        if rewrite is not None:
+            fix, hint = rewrite
+        else:
+            fix = self._clamp_fix(call, arg, method_form)
+            hint = "clamp it first"
+        message = f"{log_text} of {what}: {self._consequence(prob)}; {hint}"
+        related = []
+        if not prob.direct and prob.call.lineno != call.lineno:
+            related.append(self.ctx.related(prob.call, f"the {prob.kind} is computed here"))
+        return self.finding(call, message, fixes=[fix], related=related)
+
+    @staticmethod
+    def _consequence(prob: Probability) -> str:
+        then = "so the log is -inf and the gradient NaN"
+        if prob.kind == "sigmoid" and prob.complement:
+            return f"1 - sigmoid(x) is exactly 0 for x > 16.6 (float32), {then}"
+        if prob.kind == "sigmoid":
+            return f"sigmoid(x) is exactly 0 for x < -88.7 (float32), {then}"
+        if prob.complement:
+            return f"1 - p is exactly 0 once one class takes all the mass, {then}"
+        return (
+            "a probability that underflows to 0 gives -inf and a NaN gradient "
+            "(logits [0, 120]: loss inf, gradient NaN; log_softmax gives 120.0)"
+        )
+
+    def _rewrite_fix(
+        self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
+    ) -> tuple[Fix, str] | None:
+        if not prob.direct or prob.module or base != "log":
+            return None
+        if call.lineno != call.end_lineno and "#" in self.ctx.source.segment(self.ctx.range(call)):
+            return None  # the rewrite deletes text around the call: keep comments
+        if prob.kind == "softmax" and not prob.complement:
+            return self._log_softmax_fix(call, arg, method_form, prob.call)
+        if prob.kind == "sigmoid":
+            return self._logsigmoid_fix(call, prob)
+        return None
+
+    def _log_softmax_fix(
+        self, call: ast.Call, arg: ast.expr, method_form: bool, softmax: ast.Call
+    ) -> tuple[Fix, str] | None:
+        func = softmax.func
+        if any(isinstance(a, ast.Starred) for a in softmax.args) or any(
+            kw.arg is None for kw in softmax.keywords
+        ):
+            return None
+        qualname = self.ctx.facts.imports.qualname(func)
+        positional_dim = 2 if qualname is not None else 1  # torch.softmax(x, dim) / x.softmax(dim)
+        if len(softmax.args) < positional_dim and not any(
+            kw.arg == "dim" for kw in softmax.keywords
+        ):
+            return None  # implicit dim (deprecated): don't guess it
+        source = self.ctx.source
+        rename: Edit
+        if isinstance(func, ast.Attribute):
+            attr_start = source.position(
+                func.end_lineno or func.lineno, (func.end_col_offset or 0) - len("softmax")
+            )
+            rename = edits.insert_at(attr_start, "log_")
+            new_name = "log_softmax"
+        elif isinstance(func, ast.Name) and qualname is not None:
+            spelled = self._spell(SOFTMAX_FUNCTIONS[qualname])
+            if spelled is None:
+                return None
+            rename = edits.replace(source, func, spelled)
+            new_name = spelled
+        else:
+            return None
+        unwrap = self._unwrap_edits(call, arg, method_form)
+        if unwrap is None:
+            return None
+        fix = Fix(
+            "Use `log_softmax` instead of log(softmax)",
+            Applicability.SAFE,
+            build=lambda: [*unwrap, rename],
+        )
+        return fix, f"use `{new_name}`"
+
+    def _logsigmoid_fix(self, call: ast.Call, prob: Probability) -> tuple[Fix, str] | None:
+        sigmoid = prob.call
+        if (
+            isinstance(sigmoid.func, ast.Attribute)
+            and self.ctx.facts.imports.qualname(sigmoid.func) is None
+        ):
+            inner = sigmoid.func.value  # x.sigmoid()
+        elif len(sigmoid.args) == 1 and not sigmoid.keywords:
+            inner = sigmoid.args[0]
+            if isinstance(inner, ast.Starred):
+                return None
+        else:
+            return None
+        functional = self._spell("torch.nn.functional")
+        if functional is None:
+            return None
+        source = self.ctx.source
+        text = source.segment(source.node_range(inner))
+        if prob.complement:
+            simple = isinstance(inner, _ATOMIC) or (
+                isinstance(inner, ast.Constant) and not str(inner.value).startswith("-")
+            )
+            text = f"-{text}" if simple else f"-({text})"
+        new_text = f"{functional}.logsigmoid({text})"
+        title = (
+            "Use `F.logsigmoid(-x)` for log(1 - sigmoid(x))"
+            if prob.complement
+            else ("Use `F.logsigmoid` instead of log(sigmoid)")
+        )
+        fix = Fix(title, Applicability.SAFE, build=lambda: [edits.replace(source, call, new_text)])
+        return fix, f"use `{new_text}`" if len(new_text) <= 40 else "use `F.logsigmoid`"
+
+    def _clamp_fix(self, call: ast.Call, arg: ast.expr, method_form: bool) -> Fix:
+        source = self.ctx.source
+        clamp = f".clamp(min={CLAMP_MIN})"
+
+        def build() -> list[Edit]:
+            if method_form:
+                dot = self._dot_before_attribute(call)
+                if dot is None:
+                    return []
+                return [edits.insert_at(dot, clamp)]
+            rng = source.node_range(arg)
+            if isinstance(arg, _ATOMIC):
+                return [edits.insert_at(rng.end, clamp)]
+            return [edits.insert_at(rng.start, "("), edits.insert_at(rng.end, ")" + clamp)]
+
+        return Fix(
+            f"Clamp the probabilities before the log (`{clamp[1:]}`)",
+            Applicability.UNSAFE,
+            build=build,
+        )
+
+    # -- helpers ----------------------------------------------------------------
+    def _spell(self, qualname: str) -> str | None:
+        """How this module can name ``qualname``: a local alias (``F``), else
+        through ``torch`` when it is imported; None when it can't."""
+        imports = self.ctx.facts.imports
+        local = sorted(imports.local_names_for(qualname))
+        if local:
+            return local[0]
+        if imports.names.get("torch") == "torch":
+            return qualname
+        return None
+
+    def _unwrap_edits(self, call: ast.Call, arg: ast.expr, method_form: bool) -> list[Edit] | None:
+        """Edits that remove ``torch.log(`` ... ``)`` or ``.log()`` around ``arg``."""
+        source = self.ctx.source
+        whole = source.node_range(call)
+        if method_form:
+            dot = self._dot_before_attribute(call)
+            if dot is None:
+                return None
+            return [Edit(Range(dot, whole.end), "")]
+        inner = source.node_range(arg)
+        return [Edit(Range(whole.start, inner.start), ""), Edit(Range(inner.end, whole.end), "")]
+
+    def _dot_before_attribute(self, call: ast.Call) -> Position | None:
+        """The position of the ``.`` in ``receiver.log()``."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        source = self.ctx.source
+        receiver_end = source.node_range(func.value).end
+        attr_start = source.position(
+            func.end_lineno or func.lineno, (func.end_col_offset or 0) - len(func.attr)
+        )
+        start, end = source.offset(receiver_end), source.offset(attr_start)
+        dot = source.text.rfind(".", start, end)
+        if dot < 0:
+            return None
+        line = source.text.count("\n", 0, dot) + 1
+        return Position(line, dot - (source.text.rfind("\n", 0, dot) + 1))
+
+    # -- examples -----------------------------------------------------------------
+    valid = (
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, target):
+                a = torch.log_softmax(logits, -1)
+                b = F.log_softmax(logits, dim=1)
+                c = F.logsigmoid(logits)
+                d = logits.log_softmax(-1)
+                return a + b + c + d
+            """,
+            note="already log-space",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, eps=1e-8):
+                p = F.softmax(logits, dim=-1)
+                a = torch.log(p + eps)
+                b = torch.log(p + 1e-8)
+                c = p.clamp(min=1e-6).log()
+                d = torch.log(torch.clamp(p, min=1e-6))
+                e = p.clamp_min(1e-6).log()
+                f = torch.log(torch.maximum(p, torch.tensor(1e-6)))
+                g = torch.log(torch.sigmoid(logits) + eps)
+                h = torch.log(1 + torch.sigmoid(logits))
+                return a + b + c + d + e + f + g + h
+            """,
+            note="guarded arguments",
+        ),
+        Valid(
+            """
+            import torch
+
+            def loss(logits):
+                p = torch.softmax(logits, -1)
+                p = p.clamp(min=1e-7)
+                return -torch.log(p).mean()
+            """,
+            note="reassigned through a clamp",
+        ),
+        Valid(
+            """
+            import torch
+
+            def loss(logits):
+                p = torch.softmax(logits, -1)
+                p.clamp_(min=1e-7)
+                q = torch.sigmoid(logits)
+                torch.clamp(q, min=1e-7, out=q)
+                r = torch.sigmoid(logits)
+                r += 1e-7
+                return torch.log(p) + torch.log(q) + r.log()
+            """,
+            note="guarded in place before the log",
+        ),
+        Valid(
+            """
+            import torch
+
+            def entropy(probs):
+                return -(probs * torch.log(probs)).sum(-1)
+
+            def other(x):
+                probs = torch.softmax(x, -1)
+                return probs
+            """,
+            note="a parameter: no evidence it is a softmax",
+        ),
+        Valid(
+            """
+            import math
+            import numpy as np
+            import torch
+            from scipy.special import softmax
+
+            def f(x, t):
+                p = torch.softmax(t, -1)
+                a = np.log(softmax(x))
+                b = math.log(float(p[0]))
+                return a, b
+            """,
+            note="numpy/math logs are not torch's",
+        ),
+        Valid(
+            """
+            import torch
+            import pytorch_lightning as pl
+
+            class Model(pl.LightningModule):
+                def validation_step(self, batch, idx):
+                    p = torch.softmax(self(batch), -1)
+                    self.log("val_p", p.max())
+                    self.logger.log(p)
+            """,
+            note="logging calls, not logarithms",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, use_softmax, probs0):
+                if use_softmax:
+                    p = F.softmax(logits, dim=1)
+                else:
+                    p = probs0.clamp(min=1e-6)
+                return torch.log(p)
+            """,
+            note="one branch gives an unknown value",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.LogSoftmax(dim=1)
+                    self.soft = nn.Softmax(dim=1)
+
+                def forward(self, x):
+                    logp = self.act(x)
+                    p = self.soft(x).clamp(min=1e-6)
+                    return logp, torch.log(p)
+            """,
+            note="nn.LogSoftmax, and a clamped module output",
+        ),
+        Valid(
+            """
+            import torch
+
+            def f(x):
+                p = torch.softmax(x, -1) * 0.98 + 0.01
+                return torch.log(p), torch.log(x.exp())
+            """,
+            note="smoothed probabilities",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+
+            def nll(x, target):
+                return -torch.log(torch.softmax(x, -1))[0, target]
+            """,
+            line=5,
+            message_contains="log_softmax gives 120.0",
+            fixed="""
+            import torch
+
+            def nll(x, target):
+                return -torch.log_softmax(x, -1)[0, target]
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn.functional as F
+
+            def nll(logits):
+                return F.softmax(logits, dim=1).log()
+            """,
+            fixed="""
+            import torch.nn.functional as F
+
+            def nll(logits):
+                return F.log_softmax(logits, dim=1)
+            """,
+        ),
+        Invalid(
+            """
+            from torch.nn import functional as fn
+
+            logp = fn.softmax(logits, 1, dtype=None).log()
+            """,
+            fixed="""
+            from torch.nn import functional as fn
+
+            logp = fn.log_softmax(logits, 1, dtype=None)
+            """,
+        ),
+        Invalid(
+            """
+            logq = (logits.softmax(-1)).log()
+            """,
+            fixed="""
+            logq = (logits.log_softmax(-1))
+            """,
+        ),
+        Invalid(
+            """
+            logr = logits.float().softmax(dim=-1).log()
+            """,
+            fixed="""
+            logr = logits.float().log_softmax(dim=-1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            loss = -torch.log(F.softmax(logits))
+            """,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+
+            loss = -torch.log(F.softmax(logits).clamp(min=1e-4))
+            """,
+            note="implicit dim: clamp instead of guessing the dim",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, target):
+                probs = F.softmax(logits, dim=-1)
+                return -(target * torch.log(probs)).sum(-1).mean()
+            """,
+            line=7,
+            message_contains="from line 6 (via `probs`)",
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, target):
+                probs = F.softmax(logits, dim=-1)
+                return -(target * torch.log(probs.clamp(min=1e-4))).sum(-1).mean()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def bce(z, y):
+                pos = y * torch.log(torch.sigmoid(z))
+                return -(pos + (1 - y) * torch.log(1 - torch.sigmoid(z)))
+            """,
+            note="BCE by hand: two findings; the fix-all test applies both",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            neg = torch.log(1 - torch.sigmoid(z))
+            """,
+            message_contains="x > 16.6",
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+
+            neg = F.logsigmoid(-z)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            out = torch.log(1.0 - torch.sigmoid(a + b))
+            """,
+            fixed="""
+            import torch
+
+            out = torch.nn.functional.logsigmoid(-(a + b))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            out = torch.log(torch.special.expit(c)) + x.sigmoid().log()
+            """,
+            message_contains="x < -88.7",
+            fixed="""
+            import torch
+
+            out = torch.nn.functional.logsigmoid(c) + x.sigmoid().log()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class FocalLoss(nn.Module):
+                def __init__(self, class_num):
+                    super().__init__()
+                    self.class_num = class_num
+                    self.softmax = nn.Softmax(dim=1)
+
+                def forward(self, pred, target):
+                    prob = self.softmax(pred.view(-1, self.class_num))
+                    prob.clamp(min=0.0001, max=1.0)
+                    log_p = prob.log()
+                    return -log_p.gather(1, target.view(-1, 1)).mean()
+            """,
+            line=14,
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class FocalLoss(nn.Module):
+                def __init__(self, class_num):
+                    super().__init__()
+                    self.class_num = class_num
+                    self.softmax = nn.Softmax(dim=1)
+
+                def forward(self, pred, target):
+                    prob = self.softmax(pred.view(-1, self.class_num))
+                    prob.clamp(min=0.0001, max=1.0)
+                    log_p = prob.clamp(min=1e-4).log()
+                    return -log_p.gather(1, target.view(-1, 1)).mean()
+            """,
+            note="seed 003: the clamp's result is thrown away, so the log is unguarded",
+        ),
+        Invalid(
+            """
+            from torch import log, softmax
+
+            y = log(softmax(x, 1))
+            """,
+            fixed="""
+            from torch import log, softmax
+
+            y = log(softmax(x, 1).clamp(min=1e-4))
+            """,
+            note="log_softmax is not imported and torch is not bound: clamp",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import log, softmax
+
+            y = log(softmax(x, 1))
+            """,
+            fixed="""
+            import torch
+            from torch import log, softmax
+
+            y = torch.log_softmax(x, 1)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def entropy(logits):
+                p = logits.softmax(-1)
+                return -(p * torch.log(p)).sum(-1)
+            """,
+            line=6,
+        ),
+        Invalid(
+            """
+            import torch
+
+            bits = torch.log2(torch.softmax(x, -1))
+            """,
+            fixed="""
+            import torch
+
+            bits = torch.log2(torch.softmax(x, -1).clamp(min=1e-4))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def focal(logits, target):
+                p = torch.softmax(logits, dim=1)
+                pt = p.gather(1, target[:, None]).squeeze(1)
+                return -((1 - pt) ** 2 * torch.log(pt)).mean()
+            """,
+            line=7,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def f(z):
+                probs = torch.sigmoid(z)
+                return torch.log(probs[:, 1])
+            """,
+            fixed="""
+            import torch
+
+            def f(z):
+                probs = torch.sigmoid(z)
+                return torch.log(probs[:, 1].clamp(min=1e-4))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def f(z):
+                probs = torch.sigmoid(z)
+                return torch.log(1 - probs).sum()
+            """,
+            fixed="""
+            import torch
+
+            def f(z):
+                probs = torch.sigmoid(z)
+                return torch.log((1 - probs).clamp(min=1e-4)).sum()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+
+            def loss(x, y):
+                out = model(x)
+                return -(y * out.log()).mean()
+            """,
+            line=9,
+            message_contains="x < -88.7",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def kl(x, y):
+                sm = torch.nn.Softmax(dim=-1)
+                return (sm(y) * (sm(y).log() - torch.log(sm(x)))).sum()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            lp = torch.log(torch.special.softmax(x, dim=0))
+            """,
+            fixed="""
+            import torch
+
+            lp = torch.special.log_softmax(x, dim=0)
+            """,
+        ),
+    )
