@@ -11,7 +11,8 @@ NODE_VERSION=24.22.3
 CODE_SERVER_VERSION=4.139.1
 PLAYWRIGHT_VERSION=1.65.1
 TORCH_VERSION=2.13.0
-BASE_PY=${E2E_PYTHON_BASE:-python3}
+# torch 2.13.0 (CPU) lies on this machine's disk for CPython 3.11 only: prefer python3.11.
+BASE_PY=${E2E_PYTHON_BASE:-$(command -v python3.11 || command -v python3)}
 mkdir -p "$CACHE"
 log() { echo "[e2e-setup] $*" >&2; }
 quiet_npm() { npm --no-audit --no-fund --loglevel=error "$@" >&2; }

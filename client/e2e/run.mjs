@@ -171,6 +171,9 @@ function ui(page) {
         }
         const codes = text.match(/\bTT\d{3}\b/g) ?? [];
         const sourced = /torchtrap\s*\(\s*(TT\d{3})\s*\)/.exec(text);
+        if (!sourced && codes.length === 0) {
+          continue; // a related-information child row ("file[Ln 42, Col 14]: ...")
+        }
         out.push({
           file,
           code: sourced ? sourced[1] : (codes[codes.length - 1] ?? ''),
@@ -191,14 +194,28 @@ function ui(page) {
 
   /** Quick Open a file by name and wait for its editor tab to be active. */
   const openFile = async (/** @type {string} */ name) => {
-    await focusWorkbench();
-    await page.keyboard.press('Control+P');
-    const input = page.locator('.quick-input-widget input').first();
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill(name);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15_000 });
-    await page.keyboard.press('Enter');
-    await page.locator('.tabs-container .tab.active', { hasText: name }).first().waitFor({ timeout: 15_000 });
+    const active = page.locator('.tabs-container .tab.active', { hasText: name }).first();
+    await waitFor(
+      async () => {
+        await focusWorkbench();
+        await page.keyboard.press('Control+P');
+        const input = page.locator('.quick-input-widget input').first();
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill(name);
+        const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+        await row.waitFor({ timeout: 10_000 });
+        await row.click();
+        try {
+          await active.waitFor({ timeout: 5000 });
+          return true;
+        } catch (err) {
+          await page.keyboard.press('Escape');
+          throw err;
+        }
+      },
+      45_000,
+      `${name} to open`,
+    );
     await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
   };
 
@@ -563,6 +580,7 @@ async function main() {
         30_000,
         () => `a rendered report row with each CPU experiment's verdict and rules (rows: ${JSON.stringify(rows).slice(0, 1500)})`,
       );
+      await sleep(500);
       await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') }).catch(() => undefined);
     });
   } catch (err) {
