@@ -261,6 +261,7 @@ async def session(
     caps: types.ClientCapabilities | None = None,
     configuration: dict[str, Any] | None = None,
     send_init_options: bool = True,
+    command: Sequence[str] = SERVER,
 ) -> AsyncIterator[Harness]:
     client = LanguageClient(converter_factory=default_converter, configuration=configuration)
     harness = Harness(client, root, "utf-16")
@@ -285,7 +286,7 @@ async def session(
     features[types.CLIENT_REGISTER_CAPABILITY] = on_register
     register_lsp_features(client, features)
 
-    await client.start_io(*SERVER)
+    await client.start_io(*command)
     options = {"debounceMs": 20, **(settings or {})} if send_init_options else None
     result = await client.initialize_session(
         types.InitializeParams(

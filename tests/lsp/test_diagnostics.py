@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from lsp_harness import session
@@ -72,3 +73,14 @@ async def test_disable_clears(root: Path) -> None:
     async with session(root, settings={"enable": False}) as h:
         uri = h.open("a.py", SOURCE)
         assert await h.diagnostics(uri) == []
+
+
+async def test_started_by_the_cli(root: Path) -> None:
+    """`python -m torchtrap lsp`, as the VS Code client launches it (real rules only)."""
+    text = "import torch\n\ndef f(x):  # 对数\n    return torch.log(torch.softmax(x, -1))\n"
+    async with session(root, command=[sys.executable, "-m", "torchtrap", "lsp"]) as h:
+        uri = h.open("a.py", text)
+        diags = await h.diagnostics(uri, 1)
+        assert [(d.code, d.range.start.line) for d in diags] == [("TT201", 3)]
+        rules = await h.command("torchtrap.explainRule")
+        assert "TT901" not in [r["code"] for r in rules]
