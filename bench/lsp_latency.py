@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -94,16 +94,16 @@ async def wait_for(recorder: Recorder, key: tuple[str, int | None], timeout: flo
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             raise TimeoutError(f"no diagnostics for {key}")
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(recorder.event.wait(), remaining)
-        except asyncio.TimeoutError:
-            pass
     return recorder.published[key]
 
 
 def open_doc(client: LanguageClient, uri: str, text: str) -> None:
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
     )
 
 
