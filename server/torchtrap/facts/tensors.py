@@ -269,6 +269,7 @@ class TensorFacts:
         self._tables: dict[int, ScopeTable] = {}
         self._self_attrs: dict[int, dict[str, list[ast.expr | Kind]]] = {}
         self._dataloader_calls: set[int] | None = None
+        self._kinds: dict[tuple[int, int], Kind] = {}
 
     # -- bindings -------------------------------------------------------------
     def table(self, scope: ast.AST) -> ScopeTable:
@@ -369,6 +370,14 @@ class TensorFacts:
         """TENSOR or MODULE when there is evidence, else UNKNOWN."""
         if depth > _MAX_DEPTH:
             return Kind.UNKNOWN
+        key = (id(expr), id(at))
+        known = self._kinds.get(key)
+        if known is None:
+            # Memoized: chains of rebindings (`x = x + 1` in branches) stay linear.
+            known = self._kinds[key] = self._kind_of(expr, at, depth)
+        return known
+
+    def _kind_of(self, expr: ast.expr, at: ast.AST, depth: int) -> Kind:
         if isinstance(expr, ast.Call):
             return self._kind_of_call(expr, at, depth)
         if isinstance(expr, ast.Name):

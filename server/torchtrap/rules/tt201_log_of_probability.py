@@ -237,7 +237,7 @@ class LogOfProbability(Rule):
     def _finding(
         self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
     ) -> Finding:
-        log_text = f"`.{base}()`" if method_form else f"`torch.{base}`"
+        log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} output"
         if prob.via is not None:
             what += f" from line {prob.call.lineno} (via `{prob.via}`)"
@@ -375,15 +375,20 @@ class LogOfProbability(Rule):
 
     # -- helpers ----------------------------------------------------------------
     def _spell(self, qualname: str) -> str | None:
-        """How this module can name ``qualname``: a local alias (``F``), else
-        through ``torch`` when it is imported; None when it can't."""
+        """How this module can name ``qualname``: through the longest imported
+        prefix (``F`` for torch.nn.functional, ``th`` for torch); None when
+        nothing on the way is imported."""
         imports = self.ctx.facts.imports
-        local = sorted(imports.local_names_for(qualname))
-        if local:
-            return local[0]
-        if imports.names.get("torch") == "torch":
-            return qualname
+        parts = qualname.split(".")
+        for cut in range(len(parts), 0, -1):
+            local = sorted(imports.local_names_for(".".join(parts[:cut])))
+            if local:
+                return ".".join([local[0], *parts[cut:]])
         return None
+
+    def _short(self, func: ast.expr) -> str:
+        text = self.ctx.source.segment(self.ctx.range(func))
+        return text if len(text) <= 24 and "\n" not in text else "log"
 
     def _unwrap_edits(self, call: ast.Call, arg: ast.expr, method_form: bool) -> list[Edit] | None:
         """Edits that remove ``torch.log(`` ... ``)`` or ``.log()`` around ``arg``."""
@@ -557,6 +562,19 @@ class LogOfProbability(Rule):
                 return torch.log(p), torch.log(x.exp())
             """,
             note="smoothed probabilities",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.distributions as D
+
+            def f(logits, x):
+                dist = D.Categorical(logits=logits)
+                lp = dist.log_prob(x)
+                probs = dist.probs
+                return lp, torch.log(probs.sum(-1)), torch.log(x.softmax(-1).sum())
+            """,
+            note="distributions, sums of probabilities",
         ),
     )
     invalid = (
@@ -853,6 +871,21 @@ class LogOfProbability(Rule):
             def kl(x, y):
                 sm = torch.nn.Softmax(dim=-1)
                 return (sm(y) * (sm(y).log() - torch.log(sm(x)))).sum()
+            """,
+        ),
+        Invalid(
+            """
+            import torch as th
+            from torch.nn.functional import softmax
+
+            b = th.log(softmax(x, dim=1))
+            """,
+            message_contains="`th.log` of a softmax output",
+            fixed="""
+            import torch as th
+            from torch.nn.functional import softmax
+
+            b = th.nn.functional.log_softmax(x, dim=1)
             """,
         ),
         Invalid(

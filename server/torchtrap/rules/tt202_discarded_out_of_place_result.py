@@ -501,6 +501,33 @@ class DiscardedOutOfPlaceResult(Rule):
             """,
             note="a submodule of unknown type",
         ),
+        Valid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def run(dataset, collate, device):
+                loader = DataLoader(dataset, batch_size=8, collate_fn=collate)
+                for inputs, labels in loader:
+                    inputs.to(device)
+                for batch in DataLoader(dataset):
+                    batch.to(device)
+            """,
+            note="custom collate_fn (a BatchEncoding moves in place), or the whole batch",
+        ),
+        Valid(
+            """
+            import torch
+
+            def f(x: torch.Tensor, items):
+                x.clamp(0, 1) if x.numel() else None
+                _ = x.clamp(0, 1)
+                items.append(x.clamp(0, 1))
+                x.data.clamp_(0, 1)
+                lambda: x.clamp(0, 1)
+            """,
+            note="the result is used, or not a statement of its own",
+        ),
     )
     invalid = (
         Invalid(
