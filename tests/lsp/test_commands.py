@@ -38,11 +38,22 @@ async def test_closed_documents_are_freed(root: Path) -> None:
         await h.diagnostics(uris[0], 2)
         info = await h.command("torchtrap.debugInfo")
         assert info["openDocuments"] == 30 and info["state"]["units"] == 30
+        # Only the recently linted keep their result (with its syntax tree)...
+        assert info["state"]["cachedResults"] <= 16
+        # ...an evicted one is re-linted when it is needed.
+        (action, *_) = await h.code_actions(uris[1], 0, only=["quickfix"])
+        assert (await h.resolve(action)).edit is not None
         for uri in uris:
             h.close(uri)
         info = await h.command("torchtrap.debugInfo")
         assert info["openDocuments"] == 0
-        assert info["state"] == {"units": 0, "carried": 0, "cellTexts": 0, "probesRunning": 0}
+        assert info["state"] == {
+            "units": 0,
+            "cachedResults": 0,
+            "carried": 0,
+            "cellTexts": 0,
+            "probesRunning": 0,
+        }
 
 
 async def test_run_probe_on_cpu(root: Path) -> None:
@@ -56,14 +67,14 @@ async def test_run_probe_on_cpu(root: Path) -> None:
         result = await h.client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="torchtrap.runProbe",
-                arguments=[{"timeout": 120, "only": ["environment", "worker-rng"]}],
+                arguments=[{"timeout": 120, "only": ["worker-rng"]}],
                 work_done_token=token,
             )
         )
         assert set(result) == {"json", "markdown"}
         report = result["json"]
         assert report["cancelled"] is False
-        assert [e["id"] for e in report["experiments"]] == ["environment", "worker-rng"]
+        assert [e["id"] for e in report["experiments"]] == ["worker-rng"]
         assert isinstance(result["markdown"], str) and result["markdown"].strip()
         kinds = [type(v).__name__ for v in h.client.progress_reports[token]]
         assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"

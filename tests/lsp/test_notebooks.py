@@ -166,4 +166,10 @@ async def test_notebook_cells(root: Path) -> None:
             assert await h.diagnostics(uri, None, after=mark) == []
         info = await h.command("torchtrap.debugInfo")
         assert info["openNotebooks"] == 0 and info["openDocuments"] == 0
-        assert info["state"] == {"units": 0, "carried": 0, "cellTexts": 0, "probesRunning": 0}
+        assert info["state"] == {
+            "units": 0,
+            "cachedResults": 0,
+            "carried": 0,
+            "cellTexts": 0,
+            "probesRunning": 0,
+        }

@@ -271,6 +271,7 @@ def debug_info(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         # What the server holds: all of it is freed when documents close.
         "state": {
             "units": len(ls.units),
+            "cachedResults": len(ls.hot),
             "carried": len(ls.carry),
             "cellTexts": len(ls.good_cell_texts),
             "probesRunning": len(ls.probe_cancels),

@@ -216,8 +216,7 @@ def register(server: TorchTrapServer) -> None:
         data = action.data
         if not isinstance(data, dict) or not isinstance(data.get("key"), str):
             return action
-        state = ls.units.get(data["key"])
-        result = state.result if state else None
+        result = await ls.current_result(data["key"])  # cached, or re-linted if evicted
         if result is None or result.version != data.get("version"):
             return action  # the document moved on: the client re-requests actions
         loop = asyncio.get_running_loop()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+from collections import OrderedDict
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
 from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
 
 log = logging.getLogger("torchtrap.lsp")
+
+# How many units keep their last result (with its lazy fixes) in memory.
+HOT_RESULTS = 16
 
 # The workDoneToken of the executeCommand request being handled (pygls only
 # passes a command its arguments).
@@ -127,6 +131,7 @@ class TorchTrapServer(LanguageServer):
         self.docs = DocumentStore()
         self.notebooks = NotebookStore()
         self.units: dict[str, UnitState] = {}
+        self.hot: OrderedDict[str, None] = OrderedDict()  # units whose result is cached
         self.carry = carry.CarryStore()
         self.configs = ConfigCache()
         # Our own pool: pygls' pool also reads stdin, and must never starve.
@@ -275,13 +280,13 @@ class TorchTrapServer(LanguageServer):
                 if not self.settings.enable:
                     self.publish_empty(key)
                     return
-                if state.published_version == snap.version and state.result is not None:
+                if state.published_version == snap.version:
                     return  # already linted and published (e.g. by a code action)
                 computed = await self.compute(snap)
                 if self.units.get(key) is not state:
                     return  # closed meanwhile: its state is gone, publish nothing
                 if computed is not None and self.current_version(key) == snap.version:
-                    state.result = computed[0]
+                    self.keep(key, state, computed[0])
                     self.publish(computed[0], computed[1])
                     state.published_version = snap.version
                 if not state.dirty:
@@ -327,11 +332,27 @@ class TorchTrapServer(LanguageServer):
         if computed is None or self.units.get(key) is not state:
             return None
         if self.current_version(key) == snap.version:
-            state.result = computed[0]
-            if self.settings.on_type and self.settings.enable:
+            self.keep(key, state, computed[0])
+            fresh = state.published_version != snap.version
+            if fresh and self.settings.on_type and self.settings.enable:
                 self.publish(computed[0], computed[1])
                 state.published_version = snap.version
         return computed[0]
+
+    def keep(self, key: str, state: UnitState, result: LintResult) -> None:
+        """Cache ``result`` for code actions and hover. Only the most recently
+        linted units keep theirs: a result's lazy fixes hold the module's
+        syntax tree (megabytes for a big file), and with hundreds of files
+        open that would dominate memory; an evicted unit is re-linted on its
+        next code action or hover."""
+        state.result = result
+        self.hot.pop(key, None)
+        self.hot[key] = None
+        while len(self.hot) > HOT_RESULTS:
+            old = next(iter(self.hot))
+            del self.hot[old]
+            if (old_state := self.units.get(old)) is not None:
+                old_state.result = None
 
     def publish(self, result: LintResult, diagnostics: dict[str, list[types.Diagnostic]]) -> None:
         for uri, diags in diagnostics.items():
@@ -356,6 +377,7 @@ class TorchTrapServer(LanguageServer):
     def forget(self, key: str, uris: list[str]) -> None:
         """Free everything kept for a closed unit and clear its squiggles."""
         state = self.units.pop(key, None)
+        self.hot.pop(key, None)
         if state is not None and state.timer is not None:
             state.timer.cancel()
         for uri in uris:
