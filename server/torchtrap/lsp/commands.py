@@ -118,9 +118,12 @@ async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     try:
         # Not the lint pool: a probe runs for minutes and must not block linting.
         report = await loop.run_in_executor(None, work)
-    except ProbeError as err:
+    except ProbeError as err:  # a message meant for the user (e.g. no torch)
         progress.end(f"failed: {err}")
         raise failed(str(err)) from err
+    except (ValueError, OSError) as err:  # bad arguments, interpreter not found
+        progress.end(f"failed: {err}")
+        raise failed(f"the GPU probe could not run: {err}") from err
     except asyncio.CancelledError:
         cancel.set()  # kills the probe's subprocess
         progress.end("cancelled")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from lsprotocol import types
@@ -282,9 +283,12 @@ class _ForwardToClient(logging.Handler):
     """Engine warnings (a broken rule, a bad config) -> window/logMessage,
     from any thread."""
 
+    REPEAT_AFTER_S = 60.0  # a rule failing on every keystroke is logged once a minute
+
     def __init__(self, ls: TorchTrapServer) -> None:
         super().__init__(logging.WARNING)
         self.ls = ls
+        self.last_sent: dict[str, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         loop = self.ls.loop
@@ -294,6 +298,13 @@ class _ForwardToClient(logging.Handler):
             message = self.format(record)
         except Exception:
             return
+        key = record.getMessage()
+        now = time.monotonic()
+        if now - self.last_sent.get(key, -self.REPEAT_AFTER_S) < self.REPEAT_AFTER_S:
+            return
+        if len(self.last_sent) > 1000:
+            self.last_sent.clear()
+        self.last_sent[key] = now
         error = record.levelno >= logging.ERROR
         mtype = types.MessageType.Error if error else types.MessageType.Warning
         params = types.LogMessageParams(mtype, message)

@@ -1,0 +1,120 @@
+"""Fast checks of the server's pure parts (no subprocess)."""
+
+from __future__ import annotations
+
+import random
+
+from lsprotocol import types
+
+from torchtrap.findings import Position
+from torchtrap.lsp.actions import minimal_edit
+from torchtrap.lsp.carry import shift
+from torchtrap.lsp.documents import LineShift, TextDocument
+from torchtrap.lsp.positions import (
+    UTF8,
+    UTF16,
+    UTF32,
+    choose_encoding,
+    from_client_character,
+    split_lines,
+    to_client_character,
+)
+from torchtrap.lsp.settings import Settings, parse_settings
+from torchtrap.notebook import join_cells, lint_cells, mask_ipython
+
+
+def test_encoding_preference() -> None:
+    assert choose_encoding(None) == UTF16
+    assert choose_encoding(["utf-16", "utf-8"]) == UTF8
+    assert choose_encoding(["utf-32", "utf-16"]) == UTF32
+    assert choose_encoding(["latin-1"]) == UTF16
+
+
+def test_columns_round_trip() -> None:
+    rng = random.Random(0)
+    alphabet = "ab\t 数据😀é𝔘"
+    for _ in range(300):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        for encoding in (UTF8, UTF16, UTF32):
+            for column in range(len(line) + 1):
+                units = to_client_character(line, column, encoding)
+                assert from_client_character(line, units, encoding) == column
+    # Inside an emoji's units: the end of that character.
+    assert from_client_character("😀x", 1, UTF16) == 1
+    assert from_client_character("😀x", 2, UTF8) == 1
+
+
+def test_lines_split_like_lsp() -> None:
+    assert split_lines("a\x0cb\u2028c\r\nd\re\n") == ["a\x0cb\u2028c", "d", "e", ""]
+
+
+def test_incremental_changes_with_crlf_and_wide_characters() -> None:
+    doc = TextDocument("file:///x.py", "a = '😀'\r\nb = 2\r\n", 1)
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(0, 7), types.Position(1, 1)), text="'\r\nc"
+    )
+    assert doc.apply(change, UTF16) == LineShift(0, 1, 0)
+    assert doc.text == "a = '😀'\r\nc = 2\r\n"
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(0, 10), types.Position(0, 10)), text="  # 注\r\nx"
+    )
+    doc.apply(change, UTF8)  # 10 bytes = after the closing quote
+    assert doc.text == "a = '😀'  # 注\r\nx\r\nc = 2\r\n"
+
+
+def test_minimal_edit_touches_only_the_difference() -> None:
+    old = "x = 1\ndanger(1)  # 😀\ny = 2\n"
+    new = "x = 1\nsafe(1)  # 😀\ny = 2\n"
+    edit = minimal_edit(old, new, split_lines(old), UTF16)
+    assert edit.range == types.Range(types.Position(1, 0), types.Position(1, 6))
+    assert edit.new_text == "safe"
+
+
+def test_carried_diagnostics_move_with_edits() -> None:
+    def diag(line: int) -> types.Diagnostic:
+        rng = types.Range(types.Position(line, 0), types.Position(line, 3))
+        return types.Diagnostic(range=rng, message=str(line))
+
+    kept = shift([diag(1), diag(5), diag(9)], LineShift(4, 5, 2), "file:///x.py")
+    assert [d.range.start.line for d in kept] == [1, 11]
+    assert shift([diag(1)], None, "file:///x.py") == []
+
+
+def test_ipython_is_masked_with_same_widths() -> None:
+    cell = "%matplotlib inline\nx = !ls -la\n    !echo hi\nobj?\ny = 1"
+    masked = mask_ipython(cell)
+    assert [len(line) for line in masked.split("\n")] == [len(x) for x in cell.split("\n")]
+    assert masked.split("\n")[-1] == "y = 1"
+    assert mask_ipython("%%bash\necho hi") == "\n"
+
+
+def test_notebook_positions_and_broken_cells() -> None:
+    cells = ["import os", "def f(:\n  pass", "x = 1\ny = 2"]
+    module = join_cells(cells)
+    assert module.to_cell(Position(4, 2)) == (2, Position(1, 2))
+    assert module.from_cell(2, Position(2, 0)) == Position(5, 0)
+    result = lint_cells(cells, "nb.ipynb")
+    assert result.broken == frozenset({1})
+    (error,) = result.findings
+    assert error.code == "TT000" and module.to_cell(error.range.start)[0] == 1  # type: ignore[index]
+
+
+def test_settings_parsing_is_forgiving() -> None:
+    settings = parse_settings(
+        {
+            "torchtrap": {
+                "run": "sometimes",
+                "select": ["tt1", " "],
+                "severity": {"tt2": "Information", "TT3": "loud"},
+                "probe": {"timeout": -1},
+                "showNotifications": True,
+                "debounceMs": 0,
+            }
+        }
+    )
+    assert settings.run == "onType" and settings.select == ("TT1",)
+    assert dict(settings.severity) == {"TT2": settings.severity[0][1]}
+    assert settings.probe_timeout == Settings().probe_timeout
+    assert settings.show_notifications == "always" and settings.debounce_ms == 0
+    assert len(settings.problems) == 3
+    assert Settings(docs_base_url="https://h/{code}.html").docs_url("TT1") == "https://h/TT1.html"
