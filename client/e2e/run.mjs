@@ -13,7 +13,8 @@
 //   3. status:      the language status item shows the interpreter; "TorchTrap: Explain Rule…"
 //                   lists the rules and opens one rendered;
 //   4. probe:       "TorchTrap: Run GPU Probe" from the palette opens a rendered report with
-//                   each CPU experiment's verdict and the rules it speaks for.
+//                   each CPU experiment's verdict and the rules it speaks for;
+//   5. settings:    "torchtrap.ignore" changed in settings.json applies without a reload.
 // Expected lines and texts come from `python -m torchtrap check --format json` run on the same
 // files (the CLI, not the language server). On failure: screenshots, the TorchTrap log (client +
 // server stderr) and code-server's logs go to $E2E_ARTIFACTS (default .e2e-artifacts/).
@@ -383,7 +384,10 @@ async function main() {
       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
         '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
     });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 760 } });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 760 },
+      permissions: ['clipboard-read', 'clipboard-write'],
+    });
     const page = await context.newPage();
     page.on('pageerror', (e) => fs.appendFileSync(path.join(ARTIFACTS, 'browser-console.log'), `pageerror: ${e.message}\n`));
     page.on('console', (m) => {
@@ -484,10 +488,13 @@ async function main() {
       }
       await item.click();
       await page.locator('.action-widget').first().waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
-      await page.keyboard.press('Control+S');
+      // The edit arrives asynchronously (the server resolves the code action): save until
+      // the file on disk has it.
       let got = '';
       await waitFor(
-        () => {
+        async () => {
+          await page.keyboard.press('Control+S');
+          await sleep(300);
           got = fs.readFileSync(path.join(ws, file), 'utf8');
           return got === want;
         },
@@ -583,6 +590,41 @@ async function main() {
       await sleep(500);
       await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') }).catch(() => undefined);
     });
+
+    await test('settings-live', async () => {
+      // Changing a setting takes effect without reloading the window: edit the user settings
+      // (as a person would, in the settings.json editor) to ignore TT201, then undo it.
+      const settingsFile = path.join(udd, 'User', 'settings.json');
+      const original = fs.readFileSync(settingsFile, 'utf8');
+      const tt201 = async () => (await rowsFor(EXAMPLES.tt201)).filter((r) => r.code === 'TT201').length;
+      const editSettings = async (/** @type {string} */ text) => {
+        // VS Code 1.139 opens it in a modal editor (not a tab), with the focus in it.
+        await vs.runCommand('Preferences: Open User Settings (JSON)');
+        await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ timeout: 15_000 });
+        await sleep(500);
+        // Paste (typing would auto-close brackets and auto-indent).
+        await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+        await page.keyboard.press('Control+A');
+        await page.keyboard.press('Control+V');
+        await waitFor(
+          async () => {
+            await page.keyboard.press('Control+S');
+            await sleep(300);
+            return fs.readFileSync(settingsFile, 'utf8') === text;
+          },
+          10_000,
+          () => `settings.json saved as wanted; it is:\n${fs.readFileSync(settingsFile, 'utf8')}`,
+        );
+        await page.keyboard.press('Escape');
+      };
+      await vs.openFile(EXAMPLES.tt201);
+      await vs.openProblems();
+      await waitFor(async () => (await tt201()) > 0, 30_000, 'TT201 in the Problems panel before the change');
+      await editSettings(JSON.stringify({ ...JSON.parse(original), 'torchtrap.ignore': ['TT201'] }, null, 2));
+      await waitFor(async () => (await tt201()) === 0, 30_000, 'TT201 to disappear after "torchtrap.ignore": ["TT201"]');
+      await editSettings(original);
+      await waitFor(async () => (await tt201()) > 0, 30_000, 'TT201 to come back after removing the ignore');
+    });
   } catch (err) {
     const error = err instanceof Error ? err.stack ?? err.message : String(err);
     log(`setup failed: ${error}`);
@@ -622,7 +664,7 @@ async function main() {
     for (const r of results) {
       console.log(`${r.ok ? 'ok    ' : 'FAILED'} ${r.name} (${(r.ms / 1000).toFixed(1)}s)`);
     }
-    const expectedTests = 4;
+    const expectedTests = 5;
     const failedCount = Math.max(failed.length, expectedTests - passed);
     console.log(`e2e total ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     console.log(`e2e: ${passed} passed, ${failedCount} failed`);
@@ -632,6 +674,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof Error ? err.stack : err);
-  console.log('e2e: 0 passed, 4 failed');
+  console.log('e2e: 0 passed, 5 failed');
   process.exit(1);
 });
