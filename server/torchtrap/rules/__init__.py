@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from torchtrap.rules.base import Context, Invalid, Rule, Valid
+from torchtrap.rules.tt101_stored_rng_in_dataset import StoredRngInDataset
+from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLegacyTorch
+from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 
 ALL_RULES: list[type[Rule]] = [
+    StoredRngInDataset,
+    NumpyGlobalRngLegacyTorch,
+    CudaTensorInDataset,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
 ]

@@ -1,0 +1,615 @@
+"""TT102 numpy-global-rng-legacy-torch."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator
+
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.datasets import (
+    DatasetFacts,
+    DatasetView,
+    Exposure,
+    Judgement,
+    LoaderStatus,
+    dataset_facts,
+    judge,
+    related_message,
+    resolve_function,
+    worker_count,
+)
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
+from torchtrap.fixes.edits import add_keyword_argument
+from torchtrap.fixes.names import ModuleNames
+from torchtrap.fixes.worker_init import WorkerInitPlan, plan_worker_init, worker_init_edits
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+FIXED_IN = (1, 9)  # "Add Numpy seeding to worker of DataLoader (#56488)"
+
+# numpy.random names that do not draw from the global generator.
+NOT_GLOBAL_DRAWS = frozenset(
+    {
+        "default_rng",
+        "RandomState",
+        "Generator",
+        "SeedSequence",
+        "BitGenerator",
+        "MT19937",
+        "PCG64",
+        "PCG64DXSM",
+        "Philox",
+        "SFC64",
+        "seed",
+        "get_state",
+        "set_state",
+        "get_bit_generator",
+        "set_bit_generator",
+    }
+)
+RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})
+
+
+class NumpyGlobalRngLegacyTorch(Rule):
+    """
+    ## What it does
+    For projects on torch < 1.9 only: finds a Dataset that draws from
+    numpy's global generator (`np.random.randint(...)`, `np.random.rand()`,
+    ...) in `__getitem__`/`__iter__` or a method they call.
+
+    The torch version comes from `torch-version` in `[tool.torchtrap]`, else
+    the torch installed in the interpreter running TorchTrap, else a pin in
+    `requirements*.txt`/`pyproject.toml`; when it is unknown or >= 1.9 the
+    rule is silent. Severity as for TT101: **error** with a literal
+    `num_workers > 0`, **warning** when the worker count is only known at run
+    time, when a DataLoader with workers may receive the dataset, or when no
+    DataLoader is visible in this file. Silent when every DataLoader using it
+    has no workers, when its `worker_init_fn` seeds `np.random` (or is
+    defined in another file: it usually does, on old torch), and when the
+    dataset calls `np.random.seed(...)` itself in the worker.
+
+    ## Why is this bad?
+    Before torch 1.9 a DataLoader worker seeded `random` and `torch` but not
+    numpy: with the fork start method (the Linux default) every worker
+    inherits the parent's numpy state and draws the same numbers, so with 4
+    workers each random augmentation is repeated 4 times per round of
+    batches. Torch 1.9 added numpy seeding to workers (#56488), so on newer
+    torch the same code is fine (measured on torch 2.13: distinct across
+    workers, new each epoch).
+
+    The safe fix adds PyTorch's `seed_worker` recipe: a `worker_init_fn`
+    that seeds `np.random` from `torch.initial_seed()`, which differs per
+    worker and per epoch. The unsafe alternative also passes a seeded
+    `generator=` so that runs are reproducible (it fixes the shuffling order
+    of every run, a change beyond the bug).
+
+    ## Example
+    ```python
+    import numpy as np
+    from torch.utils.data import DataLoader, Dataset
+
+    class RandomDataset(Dataset):
+        def __getitem__(self, index):
+            return np.random.randint(0, 1000, 3)
+
+        def __len__(self):
+            return 16
+
+    loader = DataLoader(RandomDataset(), batch_size=2, num_workers=4)
+    ```
+
+    ## Use instead
+    ```python
+    def seed_worker(worker_id: int) -> None:
+        np.random.seed(torch.initial_seed() % 2**32)
+
+    loader = DataLoader(RandomDataset(), batch_size=2, num_workers=4, worker_init_fn=seed_worker)
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §1 (RNG streams in DataLoader workers)
+    - [PyTorch 1.9 release notes: Add Numpy seeding to worker of DataLoader (#56488)](https://github.com/pytorch/pytorch/pull/56488)
+    - [Reproducibility: DataLoader](https://pytorch.org/docs/stable/notes/randomness.html#dataloader)
+    """
+
+    code = "TT102"
+    name = "numpy-global-rng-legacy-torch"
+    summary = "Global np.random in a Dataset draws the same numbers in every worker on torch < 1.9"
+    default_severity = Severity.ERROR
+    requires_text = ("random",)
+
+    def check(self) -> Iterable[Finding]:
+        version = self.ctx.torch_version
+        if version is None or version >= FIXED_IN:
+            return
+        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        for view in datasets.views():
+            draws = list(self._global_draws(view))
+            if not draws:
+                continue
+            judgement = judge(datasets, view, self._status_for(datasets, view))
+            if judgement is None:
+                continue
+            for call in draws:
+                yield self._finding(view, call, judgement, version)
+
+    def _global_draws(self, view: DatasetView) -> Iterator[ast.Call]:
+        calls: list[ast.Call] = []
+        for fn in view.worker_methods():
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call):
+                    qual = self.ctx.facts.imports.qualname(node.func) or ""
+                    if qual in RESEEDS:
+                        return  # re-seeded in the worker (np.random.seed(index))
+                    parts = qual.split(".")
+                    if (
+                        len(parts) == 3
+                        and parts[:2] == ["numpy", "random"]
+                        and parts[2] not in NOT_GLOBAL_DRAWS
+                    ):
+                        calls.append(node)
+        yield from sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+    def _status_for(
+        self, datasets: DatasetFacts, view: DatasetView
+    ) -> Callable[[DataLoaderCall], LoaderStatus]:
+        return lambda loader: self._status(datasets, view, loader)
+
+    def _status(
+        self, datasets: DatasetFacts, view: DatasetView, loader: DataLoaderCall
+    ) -> LoaderStatus:
+        init = loader.argument("worker_init_fn")
+        if init is None:
+            return LoaderStatus.COUNTS
+        fn = resolve_function(init, datasets, view)
+        if fn is None:
+            # Defined elsewhere: on old torch a worker_init_fn is nearly always
+            # the numpy seeding recipe. Stay silent rather than guess.
+            return LoaderStatus.IGNORED
+        return LoaderStatus.IGNORED if self._seeds_numpy(fn, datasets, 0) else LoaderStatus.COUNTS
+
+    def _seeds_numpy(self, fn: ast.AST, datasets: DatasetFacts, depth: int) -> bool:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                if self.ctx.facts.imports.qualname(node.func) in RESEEDS:
+                    return True
+                if depth < 2 and isinstance(node.func, ast.Name):
+                    target = resolve_function(node.func, datasets, None)
+                    if (
+                        target is not None
+                        and target is not fn
+                        and self._seeds_numpy(target, datasets, depth + 1)
+                    ):
+                        return True
+        return False
+
+    def _finding(
+        self, view: DatasetView, call: ast.Call, judgement: Judgement, version: tuple[int, ...]
+    ) -> Finding:
+        spelled = self.ctx.source.segment(self.ctx.range(call.func))
+        torch_text = self.ctx.config.torch_version or ".".join(str(p) for p in version)
+        what = (
+            f"`{spelled}` draws from numpy's global generator, which torch {torch_text} "
+            "does not seed per DataLoader worker (torch >= 1.9 does)"
+        )
+        loaders = judgement.loaders
+        exposure = judgement.exposure
+        fork = "under the fork start method (the Linux default)"
+        if exposure is Exposure.WORKERS:
+            n = worker_count(loaders)
+            if n == 1:
+                # Forked again every epoch from the parent, whose state does not move.
+                tail = f"{fork} the worker starts from the parent's numpy state every epoch"
+            elif n == 2:
+                tail = f"{fork} both workers draw the same numbers"
+            elif n is not None:
+                tail = f"{fork} all {n} workers draw the same numbers"
+            else:
+                tail = f"{fork} all workers draw the same numbers"
+            message, severity = f"{what}: {tail}", Severity.ERROR
+        elif exposure is Exposure.MAYBE:
+            runtime = next((lo for lo in loaders if lo.workers is not Workers.SOME), loaders[0])
+            message = (
+                f"{what}: {fork} every worker would draw the same numbers "
+                f"({runtime.describe_workers()})"
+            )
+            severity = Severity.WARNING
+        elif exposure is Exposure.UNLINKED:
+            message = (
+                f"{what}: a DataLoader with workers in this file may receive this dataset, "
+                f"and then {fork} every worker draws the same numbers"
+            )
+            severity = Severity.WARNING
+        else:
+            message = (
+                f"{what}: {fork} every DataLoader worker draws the same numbers "
+                "(no DataLoader visible in this file)"
+            )
+            severity = Severity.WARNING
+        related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        return self.finding(
+            call, message, severity=severity, fixes=self._fixes(judgement), related=related
+        )
+
+    def _fixes(self, judgement: Judgement) -> list[Fix]:
+        if judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
+            return []
+        plan = plan_worker_init(judgement.loaders, self.ctx.tree)
+        if plan is None:
+            return []
+        fixes = [
+            Fix(
+                "Seed numpy's global generator in each worker (worker_init_fn)",
+                plan.applicability,
+                lambda: self._edits(plan, with_generator=False),
+            )
+        ]
+        if any(lo.argument("generator") is None and not lo.has_splat for lo in plan.loaders):
+            fixes.append(
+                Fix(
+                    "Seed numpy in each worker, and pass a seeded generator= for reproducible runs",
+                    Applicability.UNSAFE,
+                    lambda: self._edits(plan, with_generator=True),
+                )
+            )
+        return fixes
+
+    def _edits(self, plan: WorkerInitPlan, *, with_generator: bool) -> list[Edit]:
+        def body(names: ModuleNames) -> list[str] | None:
+            np_seed = names.reference("numpy.random.seed")
+            initial_seed = names.reference("torch.initial_seed")
+            if np_seed is None or initial_seed is None:
+                return None
+            return [f"{np_seed}({initial_seed}() % 2**32)"]
+
+        def generator(names: ModuleNames, loader: DataLoaderCall) -> list[Edit]:
+            if not with_generator or loader.argument("generator") is not None or loader.has_splat:
+                return []
+            ctor = names.reference("torch.Generator")
+            if ctor is None:
+                return []
+            return [
+                add_keyword_argument(
+                    self.ctx.source, loader.node, "generator", f"{ctor}().manual_seed(0)"
+                )
+            ]
+
+        return worker_init_edits(
+            self.ctx.source,
+            self.ctx.tree,
+            self.ctx.facts.index,
+            plan,
+            comment=[
+                "TorchTrap TT102: torch < 1.9 does not seed numpy's global generator",
+                "in each worker; seed it from the worker's torch seed (PyTorch's recipe).",
+            ],
+            body=body,
+            extra=generator,
+        )
+
+
+# -- examples ----------------------------------------------------------------
+
+OLD = {"torch-version": "1.8.1"}
+
+_SEED_004 = """\
+import numpy as np
+from torch.utils.data import Dataset, DataLoader
+
+
+class RandomDataset(Dataset):
+    def __getitem__(self, index):
+        return np.random.randint(0, 1000, 3)
+
+    def __len__(self):
+        return 16
+
+
+dataset = RandomDataset()
+dataloader = DataLoader(dataset, batch_size=2, num_workers=4)
+"""
+
+NumpyGlobalRngLegacyTorch.valid = (
+    Valid(_SEED_004, note="no torch-version: the installed torch (>= 1.9) seeds numpy per worker"),
+    Valid(_SEED_004, config={"torch-version": "1.9.0"}, note="fixed in 1.9"),
+    Valid(_SEED_004, config={"torch-version": "2.1"}),
+    Valid(_SEED_004.replace("num_workers=4", "num_workers=0"), config=OLD, note="no workers"),
+    Valid(
+        _SEED_004.replace(
+            "dataloader = DataLoader(dataset, batch_size=2, num_workers=4)",
+            "def seed_worker(worker_id):\n"
+            "    worker_seed = torch.initial_seed() % 2**32\n"
+            "    np.random.seed(worker_seed)\n"
+            "    random.seed(worker_seed)\n\n\n"
+            "dataloader = DataLoader(dataset, num_workers=4, worker_init_fn=seed_worker)",
+        ),
+        config=OLD,
+        note="PyTorch's seed_worker recipe",
+    ),
+    Valid(
+        _SEED_004.replace("num_workers=4", "num_workers=4, worker_init_fn=utils.worker_init_fn"),
+        config=OLD,
+        note="a worker_init_fn from another file: assumed to seed numpy",
+    ),
+    Valid(
+        """\
+        import numpy as np
+        from torch.utils.data import Dataset, DataLoader
+
+
+        class RandomDataset(Dataset):
+            def __getitem__(self, index):
+                rng = np.random.default_rng(index)
+                return rng.integers(0, 1000, 3)
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4)
+        """,
+        config=OLD,
+        note="a local Generator, not the global one",
+    ),
+    Valid(
+        """\
+        import numpy as np
+        from torch.utils.data import Dataset, DataLoader
+
+
+        class RandomDataset(Dataset):
+            def __getitem__(self, index):
+                np.random.seed(index)
+                return np.random.randint(0, 1000, 3)
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4)
+        """,
+        config=OLD,
+        note="re-seeded per item",
+    ),
+    Valid(
+        """\
+        import numpy as np
+        from torch.utils.data import Dataset, DataLoader
+
+
+        class RandomDataset(Dataset):
+            def __init__(self):
+                self.noise = np.random.randn(16)  # drawn once, in the parent
+
+            def __getitem__(self, index):
+                return self.noise[index]
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4)
+        """,
+        config=OLD,
+        note="global numpy used in __init__ only",
+    ),
+    Valid(
+        """\
+        import random
+        import torch
+        from torch.utils.data import Dataset, DataLoader
+
+
+        class RandomDataset(Dataset):
+            def __getitem__(self, index):
+                return random.randint(0, 9), torch.randint(0, 9, (1,))
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4)
+        """,
+        config=OLD,
+        note="random and torch were seeded per worker before 1.9 too",
+    ),
+    Valid(
+        """\
+        import numpy as np
+
+
+        class Augment:
+            def __getitem__(self, index):
+                return np.random.randint(0, 1000, 3)
+        """,
+        config=OLD,
+        note="not a Dataset",
+    ),
+)
+
+NumpyGlobalRngLegacyTorch.invalid = (
+    Invalid(
+        _SEED_004,
+        config=OLD,
+        line=7,
+        severity=Severity.ERROR,
+        message_contains="all 4 workers draw the same numbers",
+        fix_title="global generator in each worker",
+        fixed="""\
+import numpy as np
+from torch.utils.data import Dataset, DataLoader
+import torch
+
+
+def seed_worker(worker_id: int) -> None:
+    # TorchTrap TT102: torch < 1.9 does not seed numpy's global generator
+    # in each worker; seed it from the worker's torch seed (PyTorch's recipe).
+    np.random.seed(torch.initial_seed() % 2**32)
+
+
+class RandomDataset(Dataset):
+    def __getitem__(self, index):
+        return np.random.randint(0, 1000, 3)
+
+    def __len__(self):
+        return 16
+
+
+dataset = RandomDataset()
+dataloader = DataLoader(dataset, batch_size=2, num_workers=4, worker_init_fn=seed_worker)
+""",
+    ),
+    Invalid(
+        _SEED_004.replace(
+            "DataLoader(dataset, batch_size=2, num_workers=4)",
+            "DataLoader(\n    dataset,\n    batch_size=2,\n    num_workers=4,\n)",
+        ),
+        config=OLD,
+        fix_title="generator=",
+        fixed="""\
+import numpy as np
+from torch.utils.data import Dataset, DataLoader
+import torch
+
+
+def seed_worker(worker_id: int) -> None:
+    # TorchTrap TT102: torch < 1.9 does not seed numpy's global generator
+    # in each worker; seed it from the worker's torch seed (PyTorch's recipe).
+    np.random.seed(torch.initial_seed() % 2**32)
+
+
+class RandomDataset(Dataset):
+    def __getitem__(self, index):
+        return np.random.randint(0, 1000, 3)
+
+    def __len__(self):
+        return 16
+
+
+dataset = RandomDataset()
+dataloader = DataLoader(
+    dataset,
+    batch_size=2,
+    num_workers=4,
+    worker_init_fn=seed_worker,
+    generator=torch.Generator().manual_seed(0),
+)
+""",
+    ),
+    Invalid(
+        """\
+        import torch
+        from numpy import random as npr
+        from torch.utils.data import DataLoader as DL
+        from torch.utils.data import Dataset
+
+
+        class Crops(Dataset):
+            def _offset(self):
+                return npr.uniform(-4, 4)
+
+            def __getitem__(self, index):
+                return index + self._offset()
+
+            def __len__(self):
+                return 16
+
+
+        loader = DL(Crops(), num_workers=2)
+        """,
+        config={"torch-version": "1.7"},
+        line=9,
+        severity=Severity.ERROR,
+        message_contains="`npr.uniform` draws from numpy's global generator, which torch 1.7",
+        note="aliases, through a helper method",
+    ),
+    Invalid(
+        _SEED_004.replace("num_workers=4", "num_workers=args.workers"),
+        config=OLD,
+        severity=Severity.WARNING,
+        message_contains="num_workers=args.workers, which may be > 0 at run time",
+    ),
+    Invalid(
+        _SEED_004.replace(
+            "dataloader = DataLoader(dataset, batch_size=2, num_workers=4)", "print(dataset[0])"
+        ),
+        config=OLD,
+        severity=Severity.WARNING,
+        message_contains="no DataLoader visible in this file",
+    ),
+    Invalid(
+        """\
+        import random
+
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        def init_fn(worker_id):
+            random.seed(worker_id)
+
+
+        class RandomDataset(Dataset):
+            def __getitem__(self, index):
+                return np.random.randint(0, 1000, 3)
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4, worker_init_fn=init_fn)
+        """,
+        config=OLD,
+        severity=Severity.ERROR,
+        fix_title="global generator in each worker",
+        fixed="""\
+        import random
+
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        def seed_worker(worker_id: int) -> None:
+            # TorchTrap TT102: torch < 1.9 does not seed numpy's global generator
+            # in each worker; seed it from the worker's torch seed (PyTorch's recipe).
+            np.random.seed(torch.initial_seed() % 2**32)
+            init_fn(worker_id)
+
+
+        def init_fn(worker_id):
+            random.seed(worker_id)
+
+
+        class RandomDataset(Dataset):
+            def __getitem__(self, index):
+                return np.random.randint(0, 1000, 3)
+
+            def __len__(self):
+                return 16
+
+
+        dataloader = DataLoader(RandomDataset(), num_workers=4, worker_init_fn=seed_worker)
+        """,
+        note="a worker_init_fn that does not seed numpy: chained (unsafe)",
+    ),
+    Invalid(
+        """\
+        from numpy.random import rand
+        import torch.utils.data as tud
+
+
+        class Stream(tud.IterableDataset):
+            def __iter__(self):
+                for i in range(8):
+                    yield i + rand()
+
+
+        loader = tud.DataLoader(Stream(), num_workers=3)
+        """,
+        config=OLD,
+        line=8,
+        severity=Severity.ERROR,
+        note="IterableDataset, from-import",
+    ),
+)

@@ -1,0 +1,887 @@
+"""TT103 cuda-tensor-in-dataset."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers, assigned_value, resolve_value
+from torchtrap.facts.datasets import (
+    DatasetView,
+    Exposure,
+    Judgement,
+    chain_root,
+    dataset_facts,
+    judge,
+    literal,
+    related_message,
+    self_name,
+    self_stores,
+    worker_count,
+)
+from torchtrap.facts.index import enclosing_function, enclosing_statement, parent
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.fixes.edits import replace
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+
+class Cuda(enum.IntEnum):
+    NO = 0
+    MAYBE = 1  # "cuda" if torch.cuda.is_available() else "cpu", a parameter's default
+    YES = 2
+
+
+# Calls that bring a CUDA tensor back to the host (the chain ends on the CPU).
+BACK_TO_CPU = frozenset({"cpu", "numpy", "item", "tolist"})
+NEW_FACTORIES = frozenset({"new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+# torch callables whose device= is not a tensor's device.
+NOT_TENSOR_FACTORIES = frozenset(
+    {"torch.device", "torch.Generator", "torch.autocast", "torch.get_device", "torch.Stream"}
+)
+# A class whose text has none of these cannot put data on the GPU.
+CLASS_WORDS = ("cuda", "device", ".to(", "load(", "Tensor(")
+# Keywords of .to() that keep a pure device move a pure device move.
+MOVE_KEYWORDS = frozenset({"non_blocking", "copy"})
+
+FORK = (
+    'under fork a worker that touches it fails with "Cannot re-initialize CUDA in forked '
+    'subprocess"'
+)
+SPAWN = (
+    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) it is "
+    "shared through CUDA IPC, which is reported to leave it reading as zeros (pytorch #128497)"
+)
+SPAWN_RETURN = (
+    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) every batch is "
+    "sent back through CUDA IPC sharing, the path reported to turn values to zeros "
+    "(pytorch #128497)"
+)
+
+
+@dataclass
+class CudaUse:
+    call: ast.Call  # the finding's range
+    how: str  # "`.cuda()`", "`.to(device)`, where `device` may be CUDA"
+    cuda: Cuda
+    kind: str  # "cuda" | "to" | "device" | "map_location" | "legacy"
+    device: ast.expr | None  # the device argument, for the keep-on-CPU fix
+    method: str  # the dataset method it is in
+    held: str | None  # "self.tensor" when the dataset keeps it
+    in_worker: bool  # runs inside a DataLoader worker (__getitem__ and what it calls)
+
+
+class CudaTensorInDataset(Rule):
+    """
+    ## What it does
+    Finds a Dataset that creates or holds CUDA tensors (`.cuda()`,
+    `.to("cuda")`, `.to(device)` where `device` is visibly CUDA,
+    `device="cuda"` arguments, `torch.load(..., map_location="cuda")`) while
+    a DataLoader with workers uses it: in `__init__` (or any method) stored
+    on `self`, or anywhere in `__getitem__`/`__iter__` and the methods they
+    call, which run inside the workers.
+
+    Severity: **error** when the device is certainly CUDA and a DataLoader
+    in the file receives the dataset with a literal `num_workers > 0`;
+    **warning** when the device only may be CUDA (`torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`, a parameter's default), when the
+    worker count is only known at run time (`args.workers`), or when a
+    DataLoader with workers gets a dataset we cannot trace. **Silent** when
+    no DataLoader in the file uses the dataset: keeping a small dataset on
+    the GPU is a sound, fast design with `num_workers=0`, so a Dataset on
+    its own is not evidence of the bug (linking it to a DataLoader in
+    another file is a later step). Also silent when every DataLoader using
+    it has `num_workers=0`, for `.to("cpu")`, `.to(dtype)`, a CUDA value
+    brought back with `.cpu()`/`.item()`, and `.cuda()` outside Datasets
+    (the training loop).
+
+    ## Why is this bad?
+    DataLoader workers get the dataset by fork (Linux up to Python 3.13) or
+    by pickling (spawn/forkserver: Windows, macOS, and Linux from Python
+    3.14). Under fork, CUDA cannot be used in the child: touching a CUDA
+    tensor raises "Cannot re-initialize CUDA in forked subprocess". Under
+    spawn/forkserver, every CUDA storage is shared through CUDA IPC
+    (`reduce_tensor` → `storage._share_cuda_()`), and open pytorch issues
+    (#128497, #156618) report the dataset's tensors — and tensors reachable
+    from the same pickled objects, such as a model's weights — reading as
+    zeros afterwards, with no error. Tensors created on the GPU in
+    `__getitem__` also travel back to the main process through CUDA IPC.
+
+    Fixes: `num_workers=0` on the DataLoader (safe for a literal worker
+    count: only loading speed changes; unsafe when it replaces a run-time
+    value such as `args.workers`; `persistent_workers`, `prefetch_factor`
+    and `multiprocessing_context`, which need workers, are reset). Or keep
+    the tensor on the CPU and move each batch to the GPU in the training
+    loop (unsafe: code that expects the tensor on the GPU must change too).
+
+    ## Example
+    ```python
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Table(Dataset):
+        def __init__(self):
+            self.weights = torch.tensor([1.0, 2.0]).cuda()
+
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return self.weights[i]
+
+    loader = DataLoader(Table(), batch_size=1, num_workers=2)
+    ```
+
+    ## Use instead
+    ```python
+    class Table(Dataset):
+        def __init__(self):
+            self.weights = torch.tensor([1.0, 2.0])  # stays on the CPU
+
+        ...
+
+    for batch in DataLoader(Table(), batch_size=1, num_workers=2, pin_memory=True):
+        batch = batch.cuda(non_blocking=True)
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §2 (CUDA tensors and DataLoader workers)
+    - CUDA variables in a dataset read as 0 after the DataLoader starts:
+      [pytorch #128497](https://github.com/pytorch/pytorch/issues/128497)
+    - THPStorage_shareCuda zeroes CUDA tensor:
+      [pytorch #156618](https://github.com/pytorch/pytorch/issues/156618)
+    - [CUDA in multiprocessing](https://pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing)
+    """
+
+    code = "TT103"
+    name = "cuda-tensor-in-dataset"
+    summary = "A Dataset with CUDA tensors is copied into DataLoader workers"
+    default_severity = Severity.ERROR
+    requires_text = ("cuda",)
+
+    def check(self) -> Iterable[Finding]:
+        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        reported: set[int] = set()
+        for view in datasets.views():
+            if not view.mentions(self.ctx.source, CLASS_WORDS):
+                continue
+            # Judged first: it is cheap, and most datasets run without
+            # visible workers, which spares walking their methods.
+            judgement = judge(datasets, view)
+            if judgement is None or judgement.exposure is Exposure.INVISIBLE:
+                continue
+            uses = [u for u in self._cuda_uses(view) if id(u.call) not in reported]
+            for use in uses:
+                reported.add(id(use.call))
+                yield self._finding(use, judgement)
+
+    # -- detection -----------------------------------------------------------
+    def _cuda_uses(self, view: DatasetView) -> Iterator[CudaUse]:
+        worker = {id(fn) for fn in view.worker_methods()}
+        seen: set[int] = set()
+        for fn in view.all_methods():
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            me = self_name(fn)
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Call):
+                    continue
+                found = self._cuda_call(node)
+                if found is None or _back_on_cpu(node, self):
+                    continue
+                kind, cuda, device, how = found
+                held = _held_by(node, fn, me, self)
+                in_worker = id(fn) in worker
+                if held is None and not in_worker:
+                    continue  # a temporary in __init__, or a helper for the training loop
+                yield CudaUse(node, how, cuda, kind, device, fn.name, held, in_worker)
+
+    def _cuda_call(self, call: ast.Call) -> tuple[str, Cuda, ast.expr | None, str] | None:
+        """(kind, how certainly CUDA, the device argument, how to name it)."""
+        func = call.func
+        qual = self.ctx.facts.imports.qualname(func)
+        text = self.ctx.source.segment
+        if isinstance(func, ast.Attribute) and qual is None:
+            if func.attr == "cuda":
+                return (
+                    "cuda",
+                    Cuda.YES,
+                    None,
+                    f"`.{func.attr}()`"
+                    if not call.args
+                    else (f"`.cuda({text(self.ctx.range(call.args[0]))})`"),
+                )
+            if func.attr == "to":
+                device = _keyword(call, "device") or (call.args[0] if call.args else None)
+                if device is None:
+                    return None
+                cuda = cuda_value(device, device, self, 0)
+                if cuda is Cuda.NO:
+                    return None
+                spelled = text(self.ctx.range(device))
+                return "to", cuda, device, _how(f".to({spelled})", spelled, cuda)
+            if func.attr in NEW_FACTORIES:
+                return self._device_keyword(call, "device")
+            return None
+        if qual is None:
+            return None
+        if qual.startswith("torch.cuda.") and qual.endswith("Tensor"):
+            return "legacy", Cuda.YES, None, f"`{text(self.ctx.range(func))}`"
+        if qual == "torch.load":
+            location = _keyword(call, "map_location") or (
+                call.args[1] if len(call.args) > 1 else None
+            )
+            if location is None:
+                return None
+            cuda = cuda_value(location, location, self, 0)
+            if cuda is Cuda.NO:
+                return None
+            spelled = text(self.ctx.range(location))
+            return "map_location", cuda, location, _how(f"map_location={spelled}", spelled, cuda)
+        if (
+            qual.startswith("torch.")
+            and not qual.startswith("torch.cuda.")
+            and qual not in NOT_TENSOR_FACTORIES
+        ):
+            return self._device_keyword(call, "device")
+        return None
+
+    def _device_keyword(
+        self, call: ast.Call, name: str
+    ) -> tuple[str, Cuda, ast.expr | None, str] | None:
+        device = _keyword(call, name)
+        if device is None:
+            return None
+        cuda = cuda_value(device, device, self, 0)
+        if cuda is Cuda.NO:
+            return None
+        spelled = self.ctx.source.segment(self.ctx.range(device))
+        return "device", cuda, device, _how(f"{name}={spelled}", spelled, cuda)
+
+    # -- reporting -----------------------------------------------------------
+    def _finding(self, use: CudaUse, judgement: Judgement) -> Finding:
+        loaders = judgement.loaders
+        exposure = judgement.exposure
+        certain = exposure is Exposure.WORKERS and use.cuda is Cuda.YES
+        held = use.held is not None and not use.in_worker
+        what = (
+            f"`{use.held}` is put on the GPU ({use.how})"
+            if held
+            else f"`{use.method}` puts data on the GPU ({use.how})"
+        )
+        if exposure is Exposure.UNLINKED:
+            context = (
+                ", and a DataLoader with workers in this file may receive this dataset"
+                if held
+                else ", which runs in the workers of any DataLoader with workers that "
+                "receives this dataset (one in this file may)"
+            )
+        else:
+            n = worker_count(loaders)
+            the = "the DataLoader" if len(loaders) == 1 else "the DataLoaders"
+            if n is not None:
+                loader_text = f"{the} with num_workers={n}"
+            else:
+                runtime = next((lo for lo in loaders if lo.workers is not Workers.SOME), None)
+                loader_text = f"{the} ({(runtime or loaders[0]).describe_workers()})"
+            if held:
+                copies = "copies" if len(loaders) == 1 else "copy"
+                their = "its" if len(loaders) == 1 else "their"
+                workers = f"{their} worker" if n == 1 else f"{their} workers"
+                context = f", and {loader_text} {copies} the dataset into {workers}"
+            else:
+                context = f" inside the workers of {loader_text}"
+        if held:
+            message = f"{what}{context}: {FORK}; {SPAWN}"
+        else:
+            message = (
+                f'{what}{context}: under fork that fails with "Cannot re-initialize CUDA in '
+                f'forked subprocess"; {SPAWN_RETURN}'
+            )
+        related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        return self.finding(
+            use.call,
+            message,
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            fixes=self._fixes(use, judgement),
+            related=related,
+        )
+
+    def _fixes(self, use: CudaUse, judgement: Judgement) -> list[Fix]:
+        fixes: list[Fix] = []
+        if judgement.exposure in (Exposure.WORKERS, Exposure.MAYBE):
+            loaders = judgement.loaders
+            if all(_can_set_no_workers(lo) for lo in loaders):
+                literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
+                fixes.append(
+                    Fix(
+                        "Load in the main process (num_workers=0)",
+                        Applicability.SAFE if literal_counts else Applicability.UNSAFE,
+                        lambda: [e for lo in loaders for e in _no_workers_edits(self, lo)],
+                    )
+                )
+        cpu = self._keep_on_cpu(use)
+        if cpu is not None:
+            fixes.append(
+                Fix(
+                    "Keep it on the CPU (move batches to the GPU in the training loop)",
+                    Applicability.UNSAFE,
+                    lambda: cpu,
+                )
+            )
+        return fixes
+
+    def _keep_on_cpu(self, use: CudaUse) -> list[Edit] | None:
+        """The edit that leaves the value on the CPU; None when there is no
+        clean one (an in-place ``self.model.cuda()`` statement, legacy types)."""
+        call = use.call
+        statement = enclosing_statement(call)
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            return None
+        if use.kind in ("cuda", "to") and isinstance(call.func, ast.Attribute):
+            pure_move = use.kind == "cuda" or (
+                len(call.args) + len(call.keywords) == 1
+                or all(kw.arg in MOVE_KEYWORDS or kw.arg == "device" for kw in call.keywords)
+                and len(call.args) <= 1
+                and not (call.args and _keyword(call, "device"))
+            )
+            if pure_move:
+                # Delete ".cuda()" / ".to(device)" after the receiver (chains keep working).
+                receiver = call.func.value
+                start = self.ctx.range(receiver).end
+                end = self.ctx.range(call).end
+                return [Edit(Range(start, end), "")]
+        if use.device is not None:
+            return [replace(self.ctx.source, use.device, '"cpu"')]
+        return None
+
+
+def _how(spelled: str, device: str, cuda: Cuda) -> str:
+    if cuda is Cuda.MAYBE:
+        return f"`{spelled}`, where `{device}` may be CUDA"
+    return f"`{spelled}`"
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def cuda_value(expr: ast.expr, at: ast.AST, rule: Rule, depth: int) -> Cuda:
+    """Whether a device expression is CUDA: ``"cuda:0"``, ``0``,
+    ``torch.device("cuda")``, a name or ``self.device`` assigned one (in the
+    function, the module or the class), or a parameter defaulting to one."""
+    if depth > 4:
+        return Cuda.NO
+    if isinstance(expr, ast.Constant):
+        value = expr.value
+        if isinstance(value, str):
+            return Cuda.YES if value.startswith("cuda") else Cuda.NO
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Cuda.YES  # a device index: .to(0) is cuda:0
+        return Cuda.NO
+    if isinstance(expr, ast.JoinedStr):
+        first = expr.values[0] if expr.values else None
+        if isinstance(first, ast.Constant) and str(first.value).startswith("cuda"):
+            return Cuda.YES
+        return Cuda.NO
+    if isinstance(expr, ast.IfExp):
+        a = cuda_value(expr.body, at, rule, depth + 1)
+        b = cuda_value(expr.orelse, at, rule, depth + 1)
+        if a is Cuda.YES and b is Cuda.YES:
+            return Cuda.YES
+        return Cuda.MAYBE if max(a, b) > Cuda.NO else Cuda.NO
+    if isinstance(expr, ast.Call):
+        qual = rule.ctx.facts.imports.qualname(expr.func)
+        if qual == "torch.device":
+            arg = expr.args[0] if expr.args else _keyword(expr, "type")
+            return cuda_value(arg, at, rule, depth + 1) if arg is not None else Cuda.NO
+        if qual == "torch.cuda.current_device":
+            return Cuda.YES
+        return Cuda.NO
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        if isinstance(expr, ast.Attribute) and not (
+            isinstance(expr.value, ast.Name) and expr.value.id == "self"
+        ):
+            return Cuda.NO  # args.device, cfg.device: unknown
+        if isinstance(expr, ast.Name) and _is_parameter(expr):
+            return _parameter_default(expr, rule, depth)
+        assigned = resolve_value(expr, at, rule.ctx.tree)
+        if assigned is not expr:
+            return cuda_value(assigned, assigned, rule, depth + 1)
+        if isinstance(expr, ast.Name):
+            return _parameter_default(expr, rule, depth)
+    return Cuda.NO
+
+
+def _is_parameter(name: ast.Name) -> bool:
+    """A parameter of the enclosing function that the function never
+    reassigns (resolve_value would look past it, to a module-level name)."""
+    fn = enclosing_function(name)
+    if fn is None:
+        return False
+    args = fn.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    if name.id not in names:
+        return False
+    return assigned_value(name.id, name, fn) is None
+
+
+def _parameter_default(name: ast.Name, rule: Rule, depth: int) -> Cuda:
+    """A parameter's default may be overridden by the caller: MAYBE at most."""
+    fn = enclosing_function(name)
+    if fn is None:
+        return Cuda.NO
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    with_default = positional[len(positional) - len(args.defaults) :]
+    defaults: dict[str, ast.expr] = {
+        a.arg: d for a, d in zip(with_default, args.defaults, strict=True)
+    }
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = default
+    default = defaults.get(name.id)
+    if default is None:
+        return Cuda.NO
+    return Cuda.MAYBE if cuda_value(default, default, rule, depth + 1) > Cuda.NO else Cuda.NO
+
+
+def _back_on_cpu(call: ast.Call, rule: Rule) -> bool:
+    """``x.cuda().mean().cpu()``: the chain ends on the host."""
+    current: ast.expr = call
+    while True:
+        attr = parent(current)
+        if not (isinstance(attr, ast.Attribute) and attr.value is current):
+            return False
+        outer = parent(attr)
+        if not (isinstance(outer, ast.Call) and outer.func is attr):
+            return False
+        if attr.attr in BACK_TO_CPU:
+            return True
+        if attr.attr == "to":
+            device = _keyword(outer, "device") or (outer.args[0] if outer.args else None)
+            if (
+                isinstance(device, ast.Constant)
+                and isinstance(device.value, str)
+                and device.value.startswith("cpu")
+            ):
+                return True
+        current = outer
+
+
+def _held_by(call: ast.Call, fn: ast.AST, me: str | None, rule: Rule) -> str | None:
+    """``self.tensor`` when the value ends up on the dataset: assigned to a
+    ``self`` attribute (or an item of one), appended to one, a ``self``
+    attribute moved in place (``self.model.cuda()``), or a local name that
+    a later ``self.x = ...`` stores."""
+    if me is None:
+        return None
+    text = rule.ctx.source.segment
+    statement = enclosing_statement(call)
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    for target in targets:
+        root = chain_root(target)
+        if isinstance(root, ast.Name) and root.id == me and target is not root:
+            return text(rule.ctx.range(target))
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        outer = statement.value
+        if isinstance(outer.func, ast.Attribute):
+            # self.items.append(x.cuda()), or self.model.cuda() moving a module in place
+            holder = outer.func.value
+            root = chain_root(holder)
+            if isinstance(root, ast.Name) and root.id == me and holder is not root:
+                return text(rule.ctx.range(holder))
+    for target in targets:
+        if isinstance(target, ast.Name):
+            for attr, _stmt, store_target, value in self_stores(fn):  # type: ignore[arg-type]
+                if value is not None and any(
+                    isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(value)
+                ):
+                    return text(rule.ctx.range(store_target)) or f"self.{attr}"
+    return None
+
+
+def _can_set_no_workers(loader: DataLoaderCall) -> bool:
+    # With **kwargs and no explicit num_workers, an added keyword may clash.
+    return "num_workers" in loader.arguments
+
+
+def _no_workers_edits(rule: Rule, loader: DataLoaderCall) -> list[Edit]:
+    """``num_workers=0``, and the options that raise without workers reset:
+    ``persistent_workers`` (ValueError), ``prefetch_factor`` (ValueError),
+    ``multiprocessing_context`` (ValueError), measured in torch 2.13's
+    DataLoader.__init__."""
+    source = rule.ctx.source
+    edits = [replace(source, loader.arguments["num_workers"], "0")]
+    for name, off in (
+        ("persistent_workers", "False"),
+        ("prefetch_factor", "None"),
+        ("multiprocessing_context", "None"),
+    ):
+        value = loader.arguments.get(name)
+        if value is not None and literal(value) not in (None, False):
+            edits.append(replace(source, value, off))
+    return edits
+
+
+# -- examples ----------------------------------------------------------------
+
+_SEED_000 = """\
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class dataset(Dataset):
+    def __init__(self):
+        super().__init__()
+        self.tensor = torch.tensor(5).cuda()
+
+    def __getitem__(self, index):
+        time.sleep(1000)
+        return 0
+
+    def __len__(self):
+        return 1000
+
+
+my_set = dataset()
+dataloder = DataLoader(my_set, batch_size=10, shuffle=False, num_workers=1)
+x = dataloder.__iter__()
+print(my_set.tensor)
+"""
+
+_GETITEM = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Points(Dataset):
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        return self.data[index]{move}
+
+
+loader = DataLoader(Points(torch.randn(8, 2)), batch_size=2, num_workers=4)
+"""
+
+_LOADED = _GETITEM.format(move="").replace(
+    "self.data = data", "self.data = data\n        self.w = torch.load('w.pt', map_location='cuda')"
+)
+
+CudaTensorInDataset.valid = (
+    Valid(_GETITEM.format(move=""), note="CPU dataset"),
+    Valid(_GETITEM.format(move='.to("cpu")'), note=".to('cpu')"),
+    Valid(_GETITEM.format(move=".to(torch.float16)"), note=".to(dtype)"),
+    Valid(_GETITEM.format(move=".cuda().cpu()"), note="brought back to the host"),
+    Valid(_SEED_000.replace("num_workers=1", "num_workers=0"), note="no workers"),
+    Valid(_SEED_000.replace(", num_workers=1", ""), note="num_workers missing: no workers"),
+    Valid(
+        _GETITEM.format(move="")
+        + "\nfor batch in loader:\n    batch = batch.cuda(non_blocking=True)\n",
+        note=".cuda() in the training loop",
+    ),
+    Valid(
+        _GETITEM.format(move="").replace("num_workers=4", "num_workers=4, pin_memory=True"),
+        note="pin_memory=True",
+    ),
+    Valid(
+        """\
+        import torch
+        from torch.utils.data import Dataset
+
+
+        class OnGpu(Dataset):
+            def __init__(self, data):
+                self.data = data.cuda()
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, index):
+                return self.data[index]
+        """,
+        note="no DataLoader visible: a GPU-resident dataset is fine with num_workers=0",
+    ),
+    Valid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model.cuda()
+
+            def __getitem__(self, index):
+                return self.model.weight[index]
+
+
+        loader = DataLoader(list(range(8)), num_workers=4)
+        """,
+        note="not a Dataset",
+    ),
+    Valid(
+        _GETITEM.format(move=".to(device)").replace("index):", "index, device=None):"),
+        note="a device parameter without a visible CUDA value",
+    ),
+    Valid(
+        _GETITEM.format(move="").replace(
+            "        self.data = data\n",
+            '        self.data = data\n        self.buf = torch.zeros(3, device="cpu")\n'
+            '        self.w = torch.load("w.pt", map_location="cpu")\n',
+        ),
+        note="device='cpu', map_location='cpu'",
+    ),
+    Valid(
+        _GETITEM.format(move="").replace(
+            "        self.data = data\n",
+            "        self.data = data\n        self.mean = data.cuda().mean().item()\n",
+        ),
+        note="a GPU temporary in __init__ that comes back as a number",
+    ),
+    Valid(
+        _GETITEM.format(move="")
+        + """
+
+def gpu_batches(dataset, device="cuda"):
+    for i in range(len(dataset)):
+        yield dataset[i].to(device)
+""",
+        note="moving to CUDA outside the Dataset",
+    ),
+)
+
+CudaTensorInDataset.invalid = (
+    Invalid(
+        _SEED_000,
+        line=10,
+        severity=Severity.ERROR,
+        message_contains=(
+            "`self.tensor` is put on the GPU (`.cuda()`), and the DataLoader with "
+            "num_workers=1 copies the dataset into its worker"
+        ),
+        fix_title="num_workers=0",
+        fixed=_SEED_000.replace("num_workers=1", "num_workers=0"),
+    ),
+    Invalid(
+        _SEED_000,
+        fix_title="Keep it on the CPU",
+        fixed=_SEED_000.replace("torch.tensor(5).cuda()", "torch.tensor(5)"),
+    ),
+    Invalid(
+        _GETITEM.format(move='.to("cuda")'),
+        line=13,
+        severity=Severity.ERROR,
+        message_contains='`__getitem__` puts data on the GPU (`.to("cuda")`) inside the',
+        fix_title="Keep it on the CPU",
+        fixed=_GETITEM.format(move=""),
+    ),
+    Invalid(
+        """\
+        import torch
+        import torch.utils.data as tud
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        class Embeddings(tud.Dataset):
+            def __init__(self, table):
+                self.table = table.to(device)
+
+            def __len__(self):
+                return len(self.table)
+
+            def __getitem__(self, index):
+                return self.table[index]
+
+
+        loader = tud.DataLoader(Embeddings(torch.randn(8, 4)), num_workers=2)
+        """,
+        line=9,
+        severity=Severity.WARNING,
+        message_contains="`.to(device)`, where `device` may be CUDA",
+        fix_title="Keep it on the CPU",
+        fixed="""\
+        import torch
+        import torch.utils.data as tud
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        class Embeddings(tud.Dataset):
+            def __init__(self, table):
+                self.table = table
+
+            def __len__(self):
+                return len(self.table)
+
+            def __getitem__(self, index):
+                return self.table[index]
+
+
+        loader = tud.DataLoader(Embeddings(torch.randn(8, 4)), num_workers=2)
+        """,
+        note="module-level device that may be CUDA",
+    ),
+    Invalid(
+        """\
+        from torch import zeros
+        from torch.utils.data import DataLoader as DL
+        from torch.utils.data import Dataset
+
+
+        class Masks(Dataset):
+            def __init__(self):
+                self.mask = zeros(4, device="cuda:0")
+
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, index):
+                return self.mask[index]
+
+
+        def main(args):
+            return DL(Masks(), num_workers=args.workers)
+        """,
+        line=8,
+        severity=Severity.WARNING,
+        message_contains="num_workers=args.workers, which may be > 0 at run time",
+        fix_title="Keep it on the CPU",
+        fixed="""\
+        from torch import zeros
+        from torch.utils.data import DataLoader as DL
+        from torch.utils.data import Dataset
+
+
+        class Masks(Dataset):
+            def __init__(self):
+                self.mask = zeros(4, device="cpu")
+
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, index):
+                return self.mask[index]
+
+
+        def main(args):
+            return DL(Masks(), num_workers=args.workers)
+        """,
+        note="factory with device=, run-time worker count",
+    ),
+    Invalid(
+        _LOADED.replace(
+            "num_workers=4)", "num_workers=4, persistent_workers=True, prefetch_factor=4)"
+        ),
+        line=8,
+        severity=Severity.ERROR,
+        message_contains="`self.w` is put on the GPU (`map_location='cuda'`)",
+        fix_title="num_workers=0",
+        fixed=_LOADED.replace(
+            "num_workers=4)", "num_workers=0, persistent_workers=False, prefetch_factor=None)"
+        ),
+        note="options that need workers are reset; torch.load(map_location='cuda')",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Frames(Dataset):
+            def __init__(self, frames):
+                self.frames = frames
+
+            def __len__(self):
+                return len(self.frames)
+
+            def _load(self, index):
+                return self.frames[index].cuda().float()
+
+            def __getitem__(self, index):
+                return self._load(index) / 255
+
+
+        loader = DataLoader(Frames(torch.zeros(8, 3)), num_workers=3)
+        """,
+        line=13,
+        severity=Severity.ERROR,
+        fix_title="Keep it on the CPU",
+        fixed="""\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Frames(Dataset):
+            def __init__(self, frames):
+                self.frames = frames
+
+            def __len__(self):
+                return len(self.frames)
+
+            def _load(self, index):
+                return self.frames[index].float()
+
+            def __getitem__(self, index):
+                return self._load(index) / 255
+
+
+        loader = DataLoader(Frames(torch.zeros(8, 3)), num_workers=3)
+        """,
+        note="through a helper method; chained .cuda().float()",
+    ),
+    Invalid(
+        _SEED_000.replace(
+            "my_set = dataset()\ndataloder = DataLoader(my_set, batch_size=10, shuffle=False, "
+            "num_workers=1)\nx = dataloder.__iter__()\nprint(my_set.tensor)\n",
+            "def make_loader(ds, workers=4):\n    return DataLoader(ds, num_workers=workers)\n",
+        ),
+        line=10,
+        severity=Severity.WARNING,
+        message_contains="may receive this dataset",
+        note="a DataLoader with workers gets an untraced dataset",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Scored(Dataset):
+            def __init__(self, model, items):
+                self.model = model
+                self.items = items
+                self.model.cuda()
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.items[index]
+
+
+        loader = DataLoader(Scored(torch.nn.Linear(2, 2), [1, 2]), num_workers=2)
+        """,
+        line=9,
+        severity=Severity.ERROR,
+        message_contains="`self.model` is put on the GPU",
+        note="a module held by the dataset, moved in place (no keep-on-CPU fix)",
+    ),
+)
