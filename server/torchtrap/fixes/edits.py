@@ -57,7 +57,13 @@ def insert_module_block(source: SourceText, tree: ast.Module, block: str) -> Edi
     body = block.strip("\n").replace("\n", nl)
     if line > len(source.lines) or (line == len(source.lines) and not source.line(line)):
         return insert_at(Position(len(source.lines), len(source.lines[-1])), nl * 3 + body + nl)
-    return insert_at(Position(line, 0), nl * 2 + body + nl * 3 if line > 1 else body + nl * 3)
+    # Blank lines already after the insertion point count towards the two
+    # that follow the block (else a usual file gets four).
+    blank = 0
+    while line + blank < len(source.lines) and not source.line(line + blank).strip():
+        blank += 1
+    after = nl * (1 + max(0, 2 - blank))
+    return insert_at(Position(line, 0), nl * 2 + body + after if line > 1 else body + after)
 
 
 def add_import(source: SourceText, tree: ast.Module, statement: str) -> Edit | None:
