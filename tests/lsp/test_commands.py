@@ -115,3 +115,22 @@ async def test_run_probe_cancel_kills_it(root: Path) -> None:
         info = await h.command("torchtrap.debugInfo")
         assert info["state"]["probesRunning"] == 0
         assert time.monotonic() - started < 30
+
+
+async def test_shutdown_stops_a_running_probe(root: Path) -> None:
+    async with session(root) as h:
+        token = "probe-shutdown"
+        h.client.progress_reports[token] = []
+        params = types.ExecuteCommandParams(
+            command="torchtrap.runProbe", arguments=[{"timeout": 300}], work_done_token=token
+        )
+        h.client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="p")
+        started = time.monotonic()
+        while not h.client.progress_reports[token]:
+            await asyncio.sleep(0.05)
+            assert time.monotonic() - started < 60
+        stopping = time.monotonic()
+        await asyncio.wait_for(h.client.shutdown_session(), 30)  # exit included
+        assert time.monotonic() - stopping < 30
+        server = h.client._server
+        assert server is not None and server.returncode is not None

@@ -4,6 +4,7 @@ debugging). The CLI calls ``add_arguments`` and ``run``."""
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from torchtrap.lsp.server import create_server
 
     server = create_server()
+    _tune_gc()
     tcp = getattr(args, "tcp", None)
     if tcp:
         host, port = _tcp_address(tcp)
@@ -57,6 +59,17 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr
     server.start_io(stdin, stdout)
     return 0
+
+
+def _tune_gc() -> None:
+    """A lint allocates a syntax tree of ~100k nodes per 1,000 lines; with
+    CPython's default thresholds that triggers dozens of collections per
+    lint, each also scanning every long-lived object of pygls, lsprotocol
+    and cattrs (a third of a 5,000-line lint's time, and its worst tail).
+    Freeze what start-up created and collect less often (as mypy does)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,14 +73,14 @@ class _Progress:
 
     def report(self, message: str, done: int, total: int) -> None:
         """Called from the probe's thread."""
-        if self.token is None:
+        if self.token is None or self.ls.closing:
             return
         percentage = int(100 * done / total) if total else None
         value = types.WorkDoneProgressReport(message=message, percentage=percentage)
         self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, value)
 
     def end(self, message: str) -> None:
-        if self.token is None:
+        if self.token is None or self.ls.closing:
             return
         self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
         self.ls.work_done_progress.tokens.pop(self.token, None)

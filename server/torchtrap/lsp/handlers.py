@@ -72,6 +72,15 @@ def register(server: TorchTrapServer) -> None:
         if params is not None and not ls.init_options_given and await _pull_settings(ls):
             ls.relint_all()
 
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TorchTrapServer, params: None) -> None:
+        # A running probe would keep the process alive until it times out.
+        for event in list(ls.probe_cancels.values()):
+            event.set()
+        for state in ls.units.values():
+            if state.timer is not None:
+                state.timer.cancel()
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
         ls: TorchTrapServer, params: types.DidChangeConfigurationParams
@@ -292,7 +301,7 @@ class _ForwardToClient(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         loop = self.ls.loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or self.ls.closing:
             return
         try:
             message = self.format(record)

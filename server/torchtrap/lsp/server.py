@@ -100,6 +100,17 @@ class TorchTrapProtocol(LanguageServerProtocol):
         WORK_DONE_TOKEN.set(params.work_done_token)
         return (yield from super().lsp_workspace__execute_command(params))
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        # pygls cancels in-flight requests while iterating over them, and
+        # cancelling a command's future pops it from that dict (RuntimeError):
+        # cancel them on a copy first.
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        return (yield from super().lsp_shutdown(*args))
+
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         # pygls cancels the request's future; a running probe must also be
         # told, so that its subprocess is killed.
@@ -176,6 +187,8 @@ class TorchTrapServer(LanguageServer):
     def warn(self, message: str, kind: str = "warning", *, logged: bool = False) -> None:
         """Log (unless already logged); pop up once per message if
         showNotifications allows."""
+        if self.closing:
+            return
         mtype = types.MessageType.Error if kind == "error" else types.MessageType.Warning
         if not logged:
             self.window_log_message(types.LogMessageParams(mtype, f"TorchTrap: {message}"))
@@ -354,7 +367,14 @@ class TorchTrapServer(LanguageServer):
             if (old_state := self.units.get(old)) is not None:
                 old_state.result = None
 
+    @property
+    def closing(self) -> bool:
+        """After ``shutdown``: send nothing more (the stream may be closed)."""
+        return bool(self.protocol._shutdown)
+
     def publish(self, result: LintResult, diagnostics: dict[str, list[types.Diagnostic]]) -> None:
+        if self.closing:
+            return
         for uri, diags in diagnostics.items():
             if uri in result.broken:
                 # Typing in progress: keep the last good findings (moved with
