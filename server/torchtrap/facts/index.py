@@ -17,6 +17,16 @@ SCOPE_TYPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, 
 _PARENT = "_tt_parent"
 
 
+# Load/Store contexts and operators are leaves no rule looks at, and CPython
+# shares one instance of each across the tree, so they must not get a parent.
+# Skipping them also skips a third of all nodes.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f for f in reversed(node_type._fields) if f not in _LEAF_FIELDS)
+
+
 class NodeIndex:
     def __init__(self, tree: ast.Module) -> None:
         by_type: defaultdict[type, list[ast.AST]] = defaultdict(list)
@@ -24,21 +34,26 @@ class NodeIndex:
         # hit the recursion limit.
         stack: list[ast.AST] = [tree]
         pop, push = stack.pop, stack.append
+        fields_of: dict[type, tuple[str, ...]] = {}
         while stack:
             node = pop()
-            by_type[type(node)].append(node)
-            children: list[ast.AST] = []
-            for name in node._fields:
+            node_type = type(node)
+            by_type[node_type].append(node)
+            fields = fields_of.get(node_type)
+            if fields is None:
+                fields = fields_of[node_type] = _child_fields(node_type)
+            # Push in reverse so that pop() yields children in source order.
+            for name in fields:
                 value = getattr(node, name, None)
-                if isinstance(value, list):
-                    for item in value:
+                if value.__class__ is list:
+                    for i in range(len(value) - 1, -1, -1):
+                        item = value[i]
                         if isinstance(item, ast.AST):
-                            children.append(item)
+                            setattr(item, _PARENT, node)
+                            push(item)
                 elif isinstance(value, ast.AST):
-                    children.append(value)
-            for child in reversed(children):
-                setattr(child, _PARENT, node)
-                push(child)
+                    setattr(value, _PARENT, node)
+                    push(value)
         self._by_type = by_type
         self.tree = tree
 
