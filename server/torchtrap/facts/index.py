@@ -23,7 +23,7 @@ _PARENT = "_tt_parent"
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
-def _child_fields(node_type: type) -> tuple[str, ...]:
+def _child_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
     return tuple(f for f in reversed(node_type._fields) if f not in _LEAF_FIELDS)
 
 
@@ -34,7 +34,7 @@ class NodeIndex:
         # hit the recursion limit.
         stack: list[ast.AST] = [tree]
         pop, push = stack.pop, stack.append
-        fields_of: dict[type, tuple[str, ...]] = {}
+        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
         while stack:
             node = pop()
             node_type = type(node)
