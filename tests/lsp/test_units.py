@@ -118,3 +118,25 @@ def test_settings_parsing_is_forgiving() -> None:
     assert settings.show_notifications == "always" and settings.debounce_ms == 0
     assert len(settings.problems) == 3
     assert Settings(docs_base_url="https://h/{code}.html").docs_url("TT1") == "https://h/TT1.html"
+
+
+def test_lint_keeps_no_module_alive() -> None:
+    """The server lints thousands of times: nothing may outlive a result."""
+    import ast
+    import gc
+    from pathlib import Path
+
+    from torchtrap.engine import lint
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "tt101_stored_rng.py"
+    source = example.read_text(encoding="utf-8")
+
+    def live_modules() -> int:
+        gc.collect()
+        return sum(isinstance(o, ast.Module) for o in gc.get_objects())
+
+    assert lint(source, str(example))  # warm up: lazy imports may parse templates
+    before = live_modules()
+    for _ in range(3):
+        assert lint(source, str(example))
+    assert live_modules() == before

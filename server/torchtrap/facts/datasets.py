@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -326,15 +325,15 @@ class LoaderUse:
     direct: bool
 
 
-_CACHE: weakref.WeakKeyDictionary[ModuleFacts, DatasetFacts] = weakref.WeakKeyDictionary()
-
-
 def dataset_facts(facts: ModuleFacts, text: str = "") -> DatasetFacts:
     """Computed once per module and shared by the rules; ``text`` (the
     module's source) lets it skip searches for names the module lacks."""
-    found = _CACHE.get(facts)
+    # Kept on the ModuleFacts itself, so it dies with it. (A WeakKeyDictionary
+    # keyed by the facts never freed anything: its value refers to the key,
+    # so every module ever linted stayed alive in the language server.)
+    found: DatasetFacts | None = facts.__dict__.get("_dataset_facts")
     if found is None:
-        found = _CACHE[facts] = DatasetFacts(facts, text)
+        found = facts.__dict__["_dataset_facts"] = DatasetFacts(facts, text)
     return found
 
 
