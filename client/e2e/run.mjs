@@ -546,13 +546,25 @@ async function main() {
     await test('probe', async () => {
       const reportDir = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe');
       const reportJson = path.join(reportDir, 'torchtrap-probe-report.json');
+      // First: the progress notification is cancellable, and cancelling says so.
       await vs.runCommand('TorchTrap: Run GPU Probe');
-      const notified = await page
-        .locator('.notifications-toasts', { hasText: 'GPU probe' })
+      const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'GPU probe' }).first();
+      await toast.waitFor({ timeout: 15_000 });
+      await toast.hover();
+      await toast.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+      await page
+        .locator('.notifications-toasts .notification-toast', { hasText: 'GPU probe cancelled' })
         .first()
-        .waitFor({ timeout: 15_000 })
-        .then(() => true, () => false);
-      log(`progress notification ${notified ? 'shown' : 'not seen'}`);
+        .waitFor({ timeout: 20_000 });
+      log('probe cancelled from its progress notification');
+      if (fs.existsSync(reportJson)) {
+        throw new Error('a cancelled probe wrote a report');
+      }
+      await page.keyboard.press('Escape');
+      // Then: the full run.
+      await vs.runCommand('TorchTrap: Run GPU Probe');
+      await toast.waitFor({ timeout: 15_000 });
+      log('progress notification shown');
       await waitFor(() => fs.existsSync(reportJson), PROBE_WAIT_MS, `the probe report (${reportJson})`, 1000);
       const doc = JSON.parse(fs.readFileSync(reportJson, 'utf8'));
       /** @type {{id: string, verdict: string, rules: Record<string, string>}[]} */
