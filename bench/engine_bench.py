@@ -465,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--combined",
         action="store_true",
-        help="with several --corpus: also measure them as one corpus",
+        help="with several --corpus: also measure them as one corpus (TorchFix: that one only)",
     )
     p.add_argument("--repeat", type=int, default=5, help="best-of-N for in-process passes")
     p.add_argument("--cli-repeat", type=int, default=1, help="best-of-N for the CLI")
@@ -505,7 +505,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = args.keep_generated or tmp / "generated"
             corpora.append(generated_corpus(out, args.files, args.lines, args.seed))
 
-        results = [bench_corpus(c, args, tmp, torchfix) for c in corpora]
+        # TorchFix takes minutes per 100k lines: with --combined, run it once,
+        # on the combined corpus only.
+        combined = corpora[-1] if args.combined and len(corpora) > 1 else None
+        results = [
+            bench_corpus(c, args, tmp, torchfix if combined in (None, c) else None) for c in corpora
+        ]
         fixed_cost: dict[str, float] = {}
         if not args.no_cli and cli_available():
             check_s, ast_s = startup(tmp)

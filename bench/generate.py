@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,7 +53,6 @@ _DATA = (
     "Image", "Frame", "Audio", "Caption", "Patch", "Volume", "Scan", "Crop", "Clip",
     "Sequence", "Point", "Tile", "Sample", "Spectrogram", "Landmark", "Mesh"
 )
-# fmt: on
 _TASKS = ("cls", "seg", "det", "depth", "pose", "asr", "lm", "recon", "retrieval")
 _ACTS = ("nn.ReLU(inplace=True)", "nn.GELU()", "nn.SiLU()", "nn.LeakyReLU(0.1)", "nn.Mish()")
 _NORMS = ("nn.BatchNorm2d", "nn.GroupNorm", "nn.InstanceNorm2d")
@@ -74,24 +74,127 @@ class GeneratedFile:
     planted: list[Planted] = field(default_factory=list)
 
 
-class _Writer:
-    """Accumulates lines; bug lines are recorded as they are written."""
+_SUMMARIES = (
+    "Build the module from its config.", "Forward pass.", "Compute the loss for one batch.",
+    "Return the features before the classifier.", "Initialise weights as in the reference code.",
+    "Load one sample and apply the augmentations.", "Number of samples in the split.",
+    "Run one epoch of training.", "Evaluate on the validation split.",
+    "Move a batch to the target device.", "Helper for the learning-rate schedule.",
+    "Project tokens to queries, keys and values.", "Residual block with pre-normalisation.",
+    "Reset the running statistics.", "Serialise the training state.",
+)
+_SENTENCES = (
+    "Follows the reference implementation, with the fused path disabled.",
+    "Shapes are (batch, channels, height, width) unless noted otherwise.",
+    "The default values match the paper's ImageNet setting.",
+    "Kept separate so that subclasses can override it.",
+    "Mixed precision is handled by the caller.",
+    "This is not thread-safe; create one per process.",
+    "See the project README for the expected folder layout.",
+    "Statistics are accumulated in float32 even under autocast.",
+)
+_PARAM_DOCS = (
+    "input channels.", "output channels.", "the tensor to transform.", "dropout probability.",
+    "number of attention heads.", "target device.", "the model to train.",
+    "a batch iterator.", "optimizer wrapping the model's parameters.", "root folder of the data.",
+    "which split to read.", "random seed.", "logging interval in steps.", "epoch index.",
+    "optional mask, True where tokens are valid.", "stride of the first convolution.",
+)
+_RETURNS = (
+    "The output tensor.", "A dict of metrics.", "The mean loss over the epoch.",
+    "The transformed sample and its label.", "None.", "The list of parameter groups.",
+)
+_COMMENTS = (
+    "keep the residual in the input dtype", "see the note in the class docstring",
+    "cheaper than a full copy", "matches the reference implementation",
+    "TODO: make this configurable", "avoid a host sync here", "shapes: (B, N, C)",
+    "guard against an empty batch", "the scheduler steps per iteration, not per epoch",
+    "channels-last is faster on recent GPUs", "NOTE: order matters for checkpoints",
+)
+# fmt: on
 
-    def __init__(self) -> None:
+_TRIPLE = '"' * 3
+_PARAM = re.compile(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)\s*(?=[:=,)])")
+
+
+class _Writer:
+    """Accumulates lines; bug lines are recorded as they are written.
+
+    Also adds what real modules have between the statements, docstrings on
+    most defs and classes and an occasional comment, so that the density
+    (AST nodes per line, ~5.5 in timm/detectron2/Lightning) is realistic:
+    without them a generated file parses twice as slowly per line.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
         self.lines: list[str] = []
         self.planted: list[Planted] = []
+        self._header: list[str] = []  # a def/class header being read
+        self._pending: tuple[int, str, bool] | None = None  # docstring owed: indent, header, is def
 
     def add(self, block: str, indent: int = 0) -> None:
         pad = " " * indent
         for line in block.split("\n"):
-            self.lines.append(pad + line if line else "")
+            self._append(pad + line if line else "")
 
     def bug(self, kind: str, line: str, indent: int) -> None:
+        self._before(" " * indent + line)
         self.planted.append(Planted(kind, len(self.lines) + 1))
         self.lines.append(" " * indent + line)
 
     def blank(self, n: int = 2) -> None:
+        self._pending = None  # a header is never followed by a blank line
         self.lines.extend([""] * n)
+
+    def _append(self, line: str) -> None:
+        self._before(line)
+        self.lines.append(line)
+        stripped = line.lstrip()
+        if not self._header and stripped.startswith(("def ", "class ", "async def ")):
+            self._header = [line]
+        elif self._header:
+            self._header.append(line)
+        if self._header:
+            text = "\n".join(self._header)
+            if text.count("(") == text.count(")") and line.rstrip().endswith(":"):
+                head = self._header[0]
+                indent = len(head) - len(head.lstrip()) + 4
+                self._pending = (indent, text, not head.lstrip().startswith("class"))
+                self._header = []
+
+    def _before(self, line: str) -> None:
+        """Writes the docstring owed by the header just written, or a comment."""
+        stripped = line.lstrip()
+        if self._pending is not None:
+            indent, header, is_def = self._pending
+            self._pending = None
+            if not stripped.startswith(_TRIPLE) and self.rng.random() < 0.9:
+                self.lines.extend(self._docstring(indent, header, is_def))
+            return
+        indent = len(line) - len(stripped)
+        code = stripped and not stripped.startswith((")", "]", "}", "@", "#", '"'))
+        if code and indent >= 8:
+            roll = self.rng.random()
+            if roll < 0.08:
+                self.lines.append(" " * indent + "# " + self.rng.choice(_COMMENTS))
+            elif roll < 0.12:
+                self.lines.append("")  # a paragraph break inside a body
+
+    def _docstring(self, indent: int, header: str, is_def: bool) -> list[str]:
+        r, pad = self.rng, " " * indent
+        summary = r.choice(_SUMMARIES)
+        if r.random() < 0.25:
+            return [f"{pad}{_TRIPLE}{summary}{_TRIPLE}"]
+        out = [f"{pad}{_TRIPLE}{summary}", ""]
+        out += [pad + line for line in r.sample(_SENTENCES, r.randint(1, 3))]
+        params = [p for p in _PARAM.findall(header) if p not in ("self", "cls")]
+        if is_def and params:
+            out += ["", pad + "Args:"]
+            out += [f"{pad}    {p}: {r.choice(_PARAM_DOCS)}" for p in params]
+        if is_def and r.random() < 0.6:
+            out += ["", pad + "Returns:", pad + "    " + r.choice(_RETURNS)]
+        return [*out, pad + _TRIPLE]
 
 
 class _Gen:
@@ -133,7 +236,7 @@ class _Gen:
         std += ["import time"] + r.sample(["import json", "import copy", "import functools"], 2)
         std.append("from dataclasses import dataclass, field")
         std.append("from pathlib import Path")
-        w.add("\n".join(sorted(std)))
+        w.add("\n".join(sorted(std, key=lambda imp: imp.split()[1])))
         w.add("")
         w.add("import numpy as np")
         w.add("import torch")
@@ -397,7 +500,7 @@ class {name}:
             img = img.flip(-1)
         top = int(self.rng.integers(0, max(1, img.shape[1] - self.size)))""")
         elif style == "global":
-            w.add("        if np.random.rand() < 0.5:")
+            w.bug("global-np-random", "        if np.random.rand() < 0.5:", 0)
             w.add("            img = img.flip(-1)")
             w.bug(
                 "global-np-random",
@@ -669,7 +772,7 @@ def generate(seed: int, lines: int = 1500) -> GeneratedFile:
     """A module of about ``lines`` lines (never fewer; overshoots by at most
     one chunk, ~60 lines) and the bugs planted in it."""
     gen = _Gen(seed)
-    w = _Writer()
+    w = _Writer(gen.rng)
     gen.header(w)
     gen.config(w)
     chunks: list[tuple[Callable[[_Writer], None], float]] = [
