@@ -51,5 +51,5 @@ setup_env=$(bash scripts/client-e2e-setup.sh)
 eval "$setup_env"
 
 stamp "e2e"
-E2E_VSIX=$VSIX "$E2E_NODE_BIN/node" client/e2e/run.mjs
-stamp "done"
+# Last: its closing line `e2e: N passed, M failed` is this script's last line.
+exec env E2E_VSIX="$VSIX" "$E2E_NODE_BIN/node" client/e2e/run.mjs
