@@ -627,7 +627,17 @@ async function main() {
           10_000,
           () => `settings.json saved as wanted; it is:\n${fs.readFileSync(settingsFile, 'utf8')}`,
         );
+        // Close the modal editor. The file on disk is already right: if VS Code still asks
+        // to save (a save raced with the paste), keep the disk's text.
         await page.keyboard.press('Escape');
+        const dialog = page.locator('.monaco-dialog-box', { hasText: 'save' }).first();
+        if (await dialog.waitFor({ timeout: 1500 }).then(() => true, () => false)) {
+          await dialog.locator('.monaco-button', { hasText: "Don't Save" }).first().click();
+        }
+        await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+        if (fs.readFileSync(settingsFile, 'utf8') !== text) {
+          throw new Error('settings.json changed while closing its editor');
+        }
       };
       await vs.openFile(EXAMPLES.tt201);
       await vs.openProblems();
