@@ -24,7 +24,7 @@ PARALLEL_MIN_FILES = 24
 
 def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileReport:
     """Lint (and maybe fix) one file; runs in a worker process with -j N."""
-    from torchtrap.engine import fix_source, lint
+    from torchtrap.engine import fix_source, lint, unreadable_finding
     from torchtrap.source import UndecodableSource, decode_source
 
     path, config, stdin_text, fix, unsafe, diff = task
@@ -32,10 +32,10 @@ def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileRe
     try:
         data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
     except OSError as err:
-        from torchtrap.engine import _unreadable
-
-        report.findings = [_unreadable(path, f"cannot read file: {err.strerror or err}", 1, 0)]
+        report.findings = [unreadable_finding(path, f"cannot read file: {err.strerror or err}")]
         return report
+    if path.endswith(".ipynb"):
+        return _check_notebook(report, data, config, fix, unsafe, diff)
     try:
         text = decode_source(data)
     except UndecodableSource:
@@ -63,6 +63,38 @@ def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileRe
                 text = fixed
     report.source = text
     report.findings = lint(text, path, config)
+    return report
+
+
+def _check_notebook(
+    report: FileReport, data: bytes, config: Config, fix: bool, unsafe: bool, diff: bool
+) -> FileReport:
+    from torchtrap.engine import unreadable_finding
+    from torchtrap.ipynb import NotebookError, NotebookFile, fix_notebook, lint_notebook
+
+    try:
+        notebook = NotebookFile.parse(data)
+    except NotebookError as err:
+        report.findings = [unreadable_finding(report.path, str(err))]
+        return report
+    if fix or diff:
+        texts, count = fix_notebook(notebook, report.path, config, unsafe)
+        if count:
+            new_data = notebook.dumps(texts)
+            if diff:
+                report.diff = "".join(
+                    difflib.unified_diff(
+                        data.decode("utf-8-sig").splitlines(keepends=True),
+                        new_data.decode("utf-8").splitlines(keepends=True),
+                        fromfile=f"a/{report.path}",
+                        tofile=f"b/{report.path}",
+                    )
+                )
+            else:
+                Path(report.path).write_bytes(new_data)
+                report.fixed = count
+                notebook.texts = texts
+    report.findings, report.cells = lint_notebook(notebook, report.path, config)
     return report
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from torchtrap.config import DEFAULT_EXCLUDE, Config
 
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 def iter_python_files(paths: list[str], config_for: ConfigLookup) -> Iterator[Path]:

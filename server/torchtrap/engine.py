@@ -50,10 +50,10 @@ def lint(
         try:
             source = decode_source(source)
         except UndecodableSource as err:
-            return [_unreadable(path, str(err), err.line, err.column)]
+            return [unreadable_finding(path, str(err), err.line, err.column)]
     if "\x00" in source:
         line = source.count("\n", 0, source.index("\x00")) + 1
-        return [_unreadable(path, "file contains a NUL byte; not Python source", line, 0)]
+        return [unreadable_finding(path, "file contains a NUL byte; not Python source", line, 0)]
     text = SourceText(source)
     try:
         with warnings.catch_warnings():
@@ -64,9 +64,9 @@ def lint(
         line = err.lineno or 1
         col = max((err.offset or 1) - 1, 0)
         # err.offset counts code points for str input on 3.10+.
-        return [_unreadable(path, f"SyntaxError: {err.msg}", line, col)]
+        return [unreadable_finding(path, f"SyntaxError: {err.msg}", line, col)]
     except (ValueError, RecursionError, MemoryError) as err:
-        return [_unreadable(path, f"cannot parse: {err}", 1, 0)]
+        return [unreadable_finding(path, f"cannot parse: {err}", 1, 0)]
 
     selected = rules if rules is not None else enabled_rules(config, path)
     selected = [rule for rule in selected if rule.matches_text(source)]
@@ -86,7 +86,8 @@ def lint(
     return findings
 
 
-def _unreadable(path: str, message: str, line: int, column: int) -> Finding:
+def unreadable_finding(path: str, message: str, line: int = 1, column: int = 0) -> Finding:
+    """The one TT000 finding for a file that cannot be analysed."""
     pos = Position(max(line, 1), max(column, 0))
     return Finding(
         code=SYNTAX_ERROR_CODE,

@@ -117,9 +117,15 @@ class RelatedLocation:
     range: Range
     message: str
     path: str | None = None
+    cell: int | None = None  # notebooks: 1-based cell number
 
     def to_dict(self) -> dict[str, Any]:
-        return {"range": self.range.to_dict(), "message": self.message, "path": self.path}
+        return {
+            "range": self.range.to_dict(),
+            "message": self.message,
+            "path": self.path,
+            "cell": self.cell,
+        }
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ class Finding:
     path: str = "<stdin>"
     fixes: tuple[Fix, ...] = ()
     related: tuple[RelatedLocation, ...] = ()
+    # For a notebook: the 1-based cell number; ``range`` is then in that cell.
+    cell: int | None = None
 
     @property
     def is_syntax_error(self) -> bool:
@@ -147,6 +155,7 @@ class Finding:
             "range": self.range.to_dict(),
             "fixes": [f.to_dict(with_edits) for f in self.fixes],
             "related": [r.to_dict() for r in self.related],
+            "cell": self.cell,
         }
 
 

@@ -16,6 +16,7 @@ class FileReport:
     source: str | None = None  # for excerpts; None when unreadable
     fixed: int = 0  # fixes applied with --fix
     diff: str | None = None  # with --diff
+    cells: dict[int, str] | None = None  # a notebook's code cells by cell number
 
 
 FORMATS = ("text", "json", "sarif", "github")

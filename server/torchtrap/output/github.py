@@ -33,5 +33,7 @@ def render(reports: Sequence[FileReport]) -> str:
                 f"endLine={end.line},endColumn={end.column + 1},"
                 f"title={_escape_property(f'{f.code} ({f.name})')}"
             )
-            lines.append(f"::{_LEVEL[f.severity]} {props}::{_escape_data(f'{f.code} {f.message}')}")
+            cell = f"cell {f.cell}: " if f.cell is not None else ""
+            message = _escape_data(f"{f.code} {cell}{f.message}")
+            lines.append(f"::{_LEVEL[f.severity]} {props}::{message}")
     return "\n".join(lines) + ("\n" if lines else "")

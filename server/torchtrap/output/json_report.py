@@ -12,7 +12,9 @@ SCHEMA_VERSION = 1
 
 
 def render(reports: Sequence[FileReport]) -> str:
-    findings = [f.to_dict() for r in reports for f in r.findings]
+    # A notebook fix may edit several cells: its edits are applied with
+    # --fix, not exported (their ranges are in the joined module).
+    findings = [f.to_dict(with_edits=r.cells is None) for r in reports for f in r.findings]
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "torchtrap", "version": __version__},

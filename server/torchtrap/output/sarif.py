@@ -61,13 +61,15 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
     }
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
+    if finding.cell is not None:
+        result["properties"] = {"notebookCell": finding.cell}
     if finding.related:
         result["relatedLocations"] = [
             {"id": i, **_location(r.path or finding.path, r.range), "message": {"text": r.message}}
             for i, r in enumerate(finding.related)
         ]
     fixes = []
-    for fix in finding.fixes:
+    for fix in finding.fixes if finding.cell is None else ():
         fixes.append(
             {
                 "description": {"text": f"{fix.title} ({fix.applicability.value})"},

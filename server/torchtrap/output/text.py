@@ -77,14 +77,11 @@ def _display_width(text: str) -> int:
 def render_finding(finding: Finding, source: SourceText | None, style: Style) -> str:
     start = finding.range.start
     fixable = " [*]" if any(f.is_safe for f in finding.fixes) else (" [-]" if finding.fixes else "")
+    where = finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
     if finding.is_syntax_error:
-        head = (
-            f"{style.bold(finding.path)}:{start.line}:{start.column + 1}: "
-            f"{style.red(finding.message)}"
-        )
-        return head
+        return f"{style.bold(where)}:{start.line}:{start.column + 1}: {style.red(finding.message)}"
     head = (
-        f"{style.bold(finding.path)}{style.cyan(':')}{start.line}{style.cyan(':')}"
+        f"{style.bold(where)}{style.cyan(':')}{start.line}{style.cyan(':')}"
         f"{start.column + 1}{style.cyan(':')} "
         f"{style.severity(finding.severity, finding.code)}{fixable} {finding.message}"
     )
@@ -95,8 +92,11 @@ def render_finding(finding: Finding, source: SourceText | None, style: Style) ->
         tag = "safe fix" if fix.is_safe else "unsafe fix"
         lines.append(f"  {style.cyan('= help')}: {fix.title} ({tag})")
     for rel in finding.related:
-        where = f"{rel.path or finding.path}:{rel.range.start.line}:{rel.range.start.column + 1}"
-        lines.append(f"  {style.cyan('= note')}: {where}: {rel.message}")
+        rel_path = rel.path or finding.path
+        if rel.cell is not None:
+            rel_path += f":cell {rel.cell}"
+        at = f"{rel_path}:{rel.range.start.line}:{rel.range.start.column + 1}"
+        lines.append(f"  {style.cyan('= note')}: {at}: {rel.message}")
     return "\n".join(lines) + "\n"
 
 
@@ -105,6 +105,8 @@ def render(reports: Sequence[FileReport], style: Style, *, show_source: bool = T
     for report in reports:
         source = SourceText(report.source) if (report.source is not None and show_source) else None
         for finding in report.findings:
+            if report.cells is not None and show_source and finding.cell in report.cells:
+                source = SourceText(report.cells[finding.cell])
             chunks.append(render_finding(finding, source, style))
     return "\n".join(chunks)
 

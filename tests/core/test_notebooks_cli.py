@@ -1,0 +1,63 @@
+"""`torchtrap check` on .ipynb files: findings by cell, fixes written back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchtrap import cli
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# 训练 notes"]},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["import torch\n", "%matplotlib inline\n"],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["x = torch.randn(3)\n", "y = torch.log(torch.softmax(x, -1))"],
+        },
+    ],
+    "metadata": {"language_info": {"name": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def write(path: Path, document: object) -> None:
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def test_findings_by_cell_and_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nb = tmp_path / "train.ipynb"
+    write(nb, NOTEBOOK)
+    assert cli.main(["check", str(nb), "--select", "TT201", "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert f"{nb}:cell 3:2:5: TT201" in out
+    assert "2 | y = torch.log(torch.softmax(x, -1))" in out
+
+    cli.main(["check", str(nb), "--format", "json", "--select", "TT201"])
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["cell"] == 3 and finding["range"]["start"] == {"line": 2, "column": 4}
+
+    assert cli.main(["check", str(nb), "--fix", "--select", "TT201"]) == 0
+    capsys.readouterr()
+    fixed = json.loads(nb.read_text(encoding="utf-8"))
+    assert fixed["cells"][2]["source"][1] == "y = torch.log_softmax(x, -1)"
+    assert fixed["cells"][:2] == NOTEBOOK["cells"][:2]  # markdown and magics untouched
+
+
+def test_broken_notebook_is_tt000(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nb = tmp_path / "bad.ipynb"
+    nb.write_text("{not json", encoding="utf-8")
+    assert cli.main(["check", str(nb), "--color", "never"]) == 1
+    assert "not a readable notebook" in capsys.readouterr().out
