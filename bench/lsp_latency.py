@@ -46,6 +46,7 @@ SECTION = "## Language server"
 class Recorder:
     published: dict[tuple[str, int | None], float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, list[int]] = field(default_factory=dict)  # finding start lines
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -63,6 +64,7 @@ async def start(root: Path) -> tuple[LanguageClient, Recorder]:
     def on_publish(params: types.PublishDiagnosticsParams) -> None:
         recorder.published[(params.uri, params.version)] = time.perf_counter()
         recorder.counts[params.uri] = len(params.diagnostics)
+        recorder.lines[params.uri] = [d.range.start.line for d in params.diagnostics]
         recorder.event.set()
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
@@ -107,11 +109,23 @@ def open_doc(client: LanguageClient, uri: str, text: str) -> None:
     )
 
 
+# Appended to the generated file so that code actions have findings (with
+# fixes) to list: the focal-loss bugs of the seed repositories.
+PLANTED = """
+
+def focal_{i}(logits, target):  # 焦点损失 {i}
+    prob = torch.softmax(logits, dim=1)
+    prob.clamp(min=0.0001, max=1.0)
+    return -torch.log(torch.softmax(logits, -1)).gather(1, target[:, None]).mean()
+"""
+
+
 async def change_latency(
-    client: LanguageClient, recorder: Recorder, root: Path, lines: int, runs: int
+    client: LanguageClient, recorder: Recorder, root: Path, lines: int, runs: int, planted: int
 ) -> tuple[list[float], list[float], int]:
     """(didChange latencies ms, codeAction latencies ms, findings)."""
     text = generate_file(seed=lines, lines=lines)
+    text += "".join(PLANTED.format(i=i) for i in range(planted))
     uri = (root / f"bench_{lines}.py").as_uri()
     open_doc(client, uri, text)
     await wait_for(recorder, (uri, 1))
@@ -138,10 +152,13 @@ async def change_latency(
         )
         received = await wait_for(recorder, (uri, version))
         changes.append((received - sent) * 1000)
-    # Code actions on the current version, on lines spread over the file.
+    # Code actions on the current version: on the findings' lines (with
+    # fixes to list) and, every other request, on a line spread over the file.
     actions: list[float] = []
+    finding_lines = recorder.lines[uri] or [0]
     for i in range(runs):
-        target = (i * 37) % len(source_lines)
+        spread = (i * 37) % len(source_lines)
+        target = spread if i % 2 else finding_lines[(i // 2) % len(finding_lines)]
         params = types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
             range=types.Range(types.Position(target, 0), types.Position(target, 0)),
@@ -170,6 +187,7 @@ async def rss_after_opening(
     """(RSS MB before opening, RSS MB with ``files`` files open and linted)."""
     server = client._server
     assert server is not None
+    await asyncio.sleep(2)
     before = rss_mb(server.pid)
     uris = []
     for i in range(files):
@@ -178,6 +196,7 @@ async def rss_after_opening(
         uris.append(uri)
     for uri in uris:
         await wait_for(recorder, (uri, 1), timeout=300)
+    await asyncio.sleep(2)  # the steady state: the server collects garbage when idle
     return before, rss_mb(server.pid)
 
 
@@ -202,7 +221,7 @@ def table(results: dict[str, list[float]], rss: tuple[float, float], meta: dict[
         )
     ok = "ok" if rss[1] <= BUDGETS["rss"] else "**over**"
     rows.append(
-        f"| server RSS, {meta['files']} files open (idle: {rss[0]:.0f} MB) "
+        f"| server RSS, {meta['files']} files open (before: {rss[0]:.0f} MB) "
         f"| {rss[1]:.0f} MB | | {BUDGETS['rss']:.0f} MB | {ok} |"
     )
     lines = [
@@ -210,10 +229,12 @@ def table(results: dict[str, list[float]], rss: tuple[float, float], meta: dict[
         "",
         "Measured with `bench/lsp_latency.py` through a real LSP client over stdio",
         "(`python -m torchtrap.lsp`, `debounceMs: 0` so the debounce is excluded;",
-        "generated files from `bench/generate.py`). didChange is an incremental",
+        "files from `bench/generate.py`, plus ten focal-loss functions with two",
+        "bugs each, so there are findings with fixes). didChange is an incremental",
         "one-character edit; the time runs until the diagnostics of that version",
-        "arrive. codeAction lists the quick fixes of the current (cached) version;",
-        "edits are built on resolve.",
+        "arrive. codeAction lists the quick fixes of the current (cached) version,",
+        "half the requests on a finding's line; edits are built on resolve. RSS is",
+        "read 2 s after the last of 200 files got its diagnostics.",
         "",
         *rows,
         "",
@@ -255,7 +276,7 @@ async def main_async(args: argparse.Namespace) -> int:
         try:
             for lines in (1000, 5000):
                 changes, actions, findings = await change_latency(
-                    client, recorder, root, lines, args.runs
+                    client, recorder, root, lines, args.runs, args.planted
                 )
                 results[f"change-{lines}"] = changes
                 results[f"action-{lines}"] = actions
@@ -294,6 +315,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100, help="edits/requests per size")
     parser.add_argument("--files", type=int, default=200, help="files open for the RSS figure")
     parser.add_argument("--lines", type=int, default=1000, help="lines per file for RSS")
+    parser.add_argument(
+        "--planted", type=int, default=10, help="focal-loss bugs appended to each timed file"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when over budget")
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
     return asyncio.run(main_async(parser.parse_args()))

@@ -52,7 +52,10 @@ def register(server: TorchTrapServer) -> None:
                     ),
                 )
             )
-        if ls.supports("workspace.did_change_configuration.dynamic_registration"):
+        # A client that pushes settings (initializationOptions, as ours does)
+        # needs no registration; one that does not is asked to notify us.
+        dynamic = ls.supports("workspace.did_change_configuration.dynamic_registration")
+        if dynamic and not ls.init_options_given:
             registrations.append(
                 types.Registration(
                     id="torchtrap-configuration",
@@ -69,7 +72,7 @@ def register(server: TorchTrapServer) -> None:
                 )
             except Exception as err:  # optional: the mtime check still re-reads configs
                 log.warning("client refused registrations: %s", err)
-        if params is not None and not ls.init_options_given and await _pull_settings(ls):
+        if not ls.init_options_given and await _pull_settings(ls):
             ls.relint_all()
 
     @server.feature(types.SHUTDOWN)
