@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lsp_harness import capabilities, edits_by_uri, session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import capabilities, edits_by_uri, session
 
 SOURCE = "import os\n\nx = 1\ndanger(x)\n"
 
@@ -116,8 +117,9 @@ async def test_apply_fix_command_without_resolve_support(root: Path) -> None:
         action = (await h.code_actions(uri, 3))[0]
         assert action.edit is None and action.command is not None
         assert action.command.command == "torchtrap.applyFix"
-        assert list(action.command.arguments or ()) == [uri, 1, "TT901", 3, 0]
-        assert await h.command(action.command.command, *action.command.arguments) == {
+        arguments = list(action.command.arguments or ())
+        assert arguments == [uri, 1, "TT901", 3, 0]
+        assert await h.command(action.command.command, *arguments) == {
             "applied": True
         }
         edit = h.applied_edits[-1]

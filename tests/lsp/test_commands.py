@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_harness import session
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+
+from tests.lsp.lsp_harness import session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +72,7 @@ async def test_run_probe_on_cpu(root: Path) -> None:
                 work_done_token=token,
             )
         )
-        assert set(result) == {"json", "markdown"}
+        assert result is not None and set(result) == {"json", "markdown"}
         report = result["json"]
         assert report["cancelled"] is False
         assert [e["id"] for e in report["experiments"]] == ["worker-rng"]
@@ -119,16 +120,15 @@ async def test_run_probe_cancel_kills_it(root: Path) -> None:
 
 async def test_shutdown_stops_a_running_probe(root: Path) -> None:
     async with session(root) as h:
-        token = "probe-shutdown"
-        h.client.progress_reports[token] = []
-        params = types.ExecuteCommandParams(
-            command="torchtrap.runProbe", arguments=[{"timeout": 300}], work_done_token=token
-        )
+        # No workDoneToken: the server creates one (window/workDoneProgress/create).
+        params = types.ExecuteCommandParams(command="torchtrap.runProbe", arguments=[])
         h.client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="p")
         started = time.monotonic()
-        while not h.client.progress_reports[token]:
+        while not any(h.client.progress_reports.values()):
             await asyncio.sleep(0.05)
             assert time.monotonic() - started < 60
+        (token,) = h.client.progress_reports
+        assert str(token).startswith("torchtrap-")
         stopping = time.monotonic()
         await asyncio.wait_for(h.client.shutdown_session(), 30)  # exit included
         assert time.monotonic() - stopping < 30

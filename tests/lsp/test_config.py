@@ -7,8 +7,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from lsp_harness import session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import session
 
 SOURCE = "danger(1)\n"
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lsp_harness import session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import session
 
 SOURCE = "import os\n\nx = 1\ndanger(x)\n"
 

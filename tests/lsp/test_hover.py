@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_harness import session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import session
 
 
 async def test_hover(root: Path) -> None:

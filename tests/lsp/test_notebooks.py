@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_harness import Harness, edits_by_uri, session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import Harness, edits_by_uri, session
 
 
 @dataclass

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lsp_harness import capabilities, session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import capabilities, session
 
 # The seed authors write Chinese comments; emoji show up in strings and logs.
 SOURCE = (

@@ -8,9 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lsp_harness import Harness, capabilities, session
 from lsprotocol import types
 
+from tests.lsp.lsp_harness import Harness, capabilities, session
 from torchtrap.config import Config, from_table
 from torchtrap.engine import lint
 from torchtrap.rules import ALL_RULES, Rule

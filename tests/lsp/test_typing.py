@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lsp_harness import session
 from lsprotocol import types
+
+from tests.lsp.lsp_harness import session
 
 SOURCE = "import os\n\ndanger(1)\n\n\ndanger(2)\n"
 
