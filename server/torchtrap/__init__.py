@@ -4,6 +4,10 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Rang
 
 __version__ = "0.1.0"
 
+HOMEPAGE = "https://github.com/torchtrap/torchtrap"
+# Where docs/rules/TTNNN.md is published; the LSP's docsBaseUrl overrides it.
+RULE_DOCS_URL = f"{HOMEPAGE}/blob/main/docs/rules/"
+
 __all__ = [
     "Applicability",
     "Edit",
@@ -11,6 +15,8 @@ __all__ = [
     "Fix",
     "Position",
     "Range",
+    "HOMEPAGE",
+    "RULE_DOCS_URL",
     "Severity",
     "__version__",
     "lint",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchtrap import RULE_DOCS_URL
 from torchtrap.config import Config, load_config
 from torchtrap.findings import Severity
 
@@ -29,7 +30,7 @@ log = logging.getLogger("torchtrap.lsp")
 
 DEFAULT_DEBOUNCE_MS = 150
 DEFAULT_PROBE_TIMEOUT = 120.0
-DEFAULT_DOCS_BASE_URL = "https://github.com/torchtrap/torchtrap/blob/main/docs/rules/"
+DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
 
 

@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from torchtrap import __version__
+from torchtrap import HOMEPAGE, RULE_DOCS_URL, __version__
 from torchtrap.findings import Finding, Range, Severity
 from torchtrap.output import FileReport
 from torchtrap.rules import ALL_RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFO_URI = "https://github.com/torchtrap/torchtrap"
 _LEVEL = {
     Severity.ERROR: "error",
     Severity.WARNING: "warning",
@@ -99,7 +98,7 @@ def render(reports: Sequence[FileReport]) -> str:
             "name": rule.name,
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": rule.docs_section("What it does") or rule.summary},
-            "helpUri": f"{INFO_URI}/blob/main/docs/rules/{rule.code}.md",
+            "helpUri": f"{RULE_DOCS_URL}{rule.code}.md",
             "help": {"text": rule.docs(), "markdown": rule.markdown()},
             "defaultConfiguration": {"level": _LEVEL[rule.default_severity]},
             "properties": {"tags": ["pytorch", "correctness"]},
@@ -118,7 +117,7 @@ def render(reports: Sequence[FileReport]) -> str:
                         "name": "torchtrap",
                         "version": __version__,
                         "semanticVersion": __version__,
-                        "informationUri": INFO_URI,
+                        "informationUri": HOMEPAGE,
                         "rules": rules,
                     }
                 },
