@@ -12,4 +12,6 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 extra=""
 [ "${1:-}" = "--test" ] && extra="[test]"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extra}"
+# (sed drops a warning some pip configurations print for every package)
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extra}" 2>&1 |
+    sed '/is ignored: it is neither a file nor a directory/d' 

@@ -70,7 +70,8 @@ def _check_notebook(
     report: FileReport, data: bytes, config: Config, fix: bool, unsafe: bool, diff: bool
 ) -> FileReport:
     from torchtrap.engine import unreadable_finding
-    from torchtrap.ipynb import NotebookError, NotebookFile, fix_notebook, lint_notebook
+    from torchtrap.ipynb import NotebookError, NotebookFile, lint_notebook
+    from torchtrap.notebook import fix_cells
 
     try:
         notebook = NotebookFile.parse(data)
@@ -78,7 +79,7 @@ def _check_notebook(
         report.findings = [unreadable_finding(report.path, str(err))]
         return report
     if fix or diff:
-        texts, count = fix_notebook(notebook, report.path, config, unsafe)
+        texts, count = fix_cells(notebook.texts, report.path, config, unsafe=unsafe)
         if count:
             new_data = notebook.dumps(texts)
             if diff:

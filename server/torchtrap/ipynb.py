@@ -13,7 +13,7 @@ from typing import Any
 
 from torchtrap.config import Config
 from torchtrap.findings import Finding, Range
-from torchtrap.notebook import NotebookModule, fix_cells, lint_cells
+from torchtrap.notebook import NotebookModule, lint_cells
 
 
 class NotebookError(ValueError):
@@ -95,8 +95,3 @@ def lint_notebook(
     cells = {notebook.cell_number(i): text for i, text in enumerate(notebook.texts)}
     return findings, cells
 
-
-def fix_notebook(
-    notebook: NotebookFile, path: str, config: Config, unsafe: bool
-) -> tuple[list[str], int]:
-    return fix_cells(notebook.texts, path, config, unsafe=unsafe)

@@ -262,29 +262,26 @@ def fix_cells(
     """Apply fixes until none is left, like ``engine.fix_source``; returns
     the new cell texts and how many fixes were applied. Fixes that would
     span cells are skipped; broken cells are left alone."""
-    from torchtrap.fixes.apply import apply_edits, select_fixes
-    from torchtrap.source import SourceText
+    from torchtrap.fixes.apply import apply_edits, compatible_fixes, select_fixes
 
     texts = list(cells)
     total = 0
     for _ in range(max_rounds):
         result = lint_cells(texts, path, config)
         module = result.module
-        source = SourceText(module.source)
-        taken: list[tuple[int, int]] = []
         per_cell: dict[int, list[Edit]] = {}
-        applied = 0
+        mappable = []
         for fix in select_fixes(result.findings, unsafe=unsafe):
             mapped = cell_edits(module, fix.edits)
-            if mapped is None or any(i in result.broken for i, _ in mapped):
-                continue
-            spans = [(source.offset(e.range.start), source.offset(e.range.end)) for e in fix.edits]
-            if any(s < te and ts < e or s == e == ts == te for s, e in spans for ts, te in taken):
-                continue
-            taken.extend(spans)
-            for i, edit in mapped:
-                per_cell.setdefault(i, []).append(edit)
-            applied += 1
+            if mapped is not None and not any(i in result.broken for i, _ in mapped):
+                mappable.append((fix, mapped))
+        chosen = set(map(id, compatible_fixes(module.source, [fix for fix, _ in mappable])))
+        applied = 0
+        for fix, mapped in mappable:
+            if id(fix) in chosen:
+                for i, edit in mapped:
+                    per_cell.setdefault(i, []).append(edit)
+                applied += 1
         if not applied:
             break
         for i, edits in per_cell.items():

@@ -31,28 +31,37 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 
 
 def select_fixes(findings: Sequence[Finding], unsafe: bool = False) -> list[Fix]:
-    """The first applicable fix of each finding (safe ones only, unless
-    ``unsafe``); fixes whose edits overlap an earlier one wait for the next round."""
+    """The fixes for the next round: each finding's first safe fix; with
+    ``unsafe``, once no safe fix is left, each finding's first fix. Safe fixes
+    go first because one often makes another finding disappear (assigning a
+    discarded clamp back also guards the log after it)."""
+    safe = [next(fix for fix in f.fixes if fix.is_safe) for f in findings if _has_safe(f)]
+    if safe or not unsafe:
+        return safe
+    return [f.fixes[0] for f in findings if f.fixes]
+
+
+def _has_safe(finding: Finding) -> bool:
+    return any(fix.is_safe for fix in finding.fixes)
+
+
+def compatible_fixes(text: str, fixes: Sequence[Fix]) -> list[Fix]:
+    """The fixes, in order, whose edits overlap no earlier chosen one (two
+    insertions at the same point count as overlapping: their order would be
+    arbitrary). The rest wait for the next round."""
+    source = SourceText(text)
+    taken: list[tuple[int, int]] = []
     chosen: list[Fix] = []
-    for finding in findings:
-        for fix in finding.fixes:
-            if fix.is_safe or unsafe:
-                chosen.append(fix)
-                break
+    for fix in fixes:
+        spans = [(source.offset(e.range.start), source.offset(e.range.end)) for e in fix.edits]
+        if any(s < te and ts < e or s == e == ts == te for s, e in spans for ts, te in taken):
+            continue
+        taken.extend(spans)
+        chosen.append(fix)
     return chosen
 
 
 def apply_fixes(text: str, fixes: Sequence[Fix]) -> tuple[str, int]:
     """Apply as many non-overlapping fixes as possible; returns (text, count)."""
-    source = SourceText(text)
-    taken: list[tuple[int, int]] = []
-    edits: list[Edit] = []
-    applied = 0
-    for fix in fixes:
-        spans = [(source.offset(e.range.start), source.offset(e.range.end)) for e in fix.edits]
-        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
-            continue
-        taken.extend(spans)
-        edits.extend(fix.edits)
-        applied += 1
-    return apply_edits(text, edits), applied
+    chosen = compatible_fixes(text, fixes)
+    return apply_edits(text, [edit for fix in chosen for edit in fix.edits]), len(chosen)
