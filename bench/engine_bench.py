@@ -229,9 +229,8 @@ def child_env() -> dict[str, str]:
 def run_cli(corpus: Corpus, list_file: Path, repeat: int) -> tuple[float, float, int | None]:
     """(check seconds, ast child seconds, findings the CLI reported).
 
-    Default text output, as a user runs it. Not ``--format json``: JSON
-    carries every fix's edits, and building those parses each file with a
-    finding again with libcst, which is fix work the budget excludes.
+    Default text output, as a user runs it (``--format json`` also builds
+    every fix's edits, which is fix work the budget leaves out).
     """
     files = [str(p) for p in corpus.paths]
     cli = [sys.executable, "-m", "torchtrap", "check", "-j", "1", "--exit-zero"]
