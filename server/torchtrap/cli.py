@@ -62,7 +62,7 @@ def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileRe
                 report.fixed = count
                 text = fixed
     report.source = text
-    report.findings = lint(text, path, config)
+    report.findings = [f.detached() for f in lint(text, path, config)]
     return report
 
 
@@ -95,7 +95,8 @@ def _check_notebook(
                 Path(report.path).write_bytes(new_data)
                 report.fixed = count
                 notebook.texts = texts
-    report.findings, report.cells = lint_notebook(notebook, report.path, config)
+    findings, report.cells = lint_notebook(notebook, report.path, config)
+    report.findings = [f.detached() for f in findings]
     return report
 
 

@@ -7,6 +7,7 @@ UTF-8 units, the text output to 1-based columns.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,11 @@ class Fix:
             self._edits = tuple(self.build())
         return self._edits
 
+    def detached(self) -> Fix:
+        """The same fix with its edits built, holding nothing of the module
+        (a batch front end keeps findings, not every file's syntax tree)."""
+        return _fix_with_edits(self.title, self.applicability, self.edits)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Crossing a process boundary (check -j N) materialises the edits:
         # the builder closure holds ast nodes and cannot be pickled.
@@ -144,6 +150,12 @@ class Finding:
     @property
     def is_syntax_error(self) -> bool:
         return self.code == SYNTAX_ERROR_CODE
+
+    def detached(self) -> Finding:
+        """See :meth:`Fix.detached`."""
+        if not self.fixes:
+            return self
+        return dataclasses.replace(self, fixes=tuple(f.detached() for f in self.fixes))
 
     def to_dict(self, with_edits: bool = True) -> dict[str, Any]:
         return {

@@ -90,30 +90,41 @@ def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
     return arguments, has_splat
 
 
+def _assignments(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+    """``name = value`` bindings of a scope (not of nested functions), by
+    name; built once per scope and kept on the scope node."""
+    table: dict[str, list[tuple[int, ast.expr]]] | None = getattr(scope, "_tt_assigns", None)
+    if table is None:
+        table = {}
+        for node in walk_scope(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        table.setdefault(target.id, []).append((node.lineno, node.value))
+            elif (
+                isinstance(node, (ast.AnnAssign, ast.NamedExpr))
+                and isinstance(node.target, ast.Name)
+                and node.value is not None
+            ):
+                table.setdefault(node.target.id, []).append((node.lineno, node.value))
+        setattr(scope, "_tt_assigns", table)  # noqa: B010 - ast nodes take attributes
+    return table
+
+
 def assigned_value(name: str, at: ast.AST, scope: ast.AST) -> ast.expr | None:
     """The value last assigned to ``name`` in ``scope`` before ``at`` (else
     the first one after it), without entering nested functions."""
-    before: ast.expr | None = None
-    after: ast.expr | None = None
     line = getattr(at, "lineno", 0)
-    for node in walk_scope(scope):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ) or (
-            isinstance(node, (ast.AnnAssign, ast.NamedExpr))
-            and isinstance(node.target, ast.Name)
-            and node.target.id == name
-            and node.value is not None
-        ):
-            value = node.value
-        else:
-            continue
-        if node.lineno <= line:
-            if before is None or node.lineno >= getattr(before, "lineno", 0):
-                before = value
-        elif after is None:
-            after = value
-    return before or after
+    before: tuple[int, ast.expr] | None = None
+    after: tuple[int, ast.expr] | None = None
+    for lineno, value in _assignments(scope).get(name, ()):
+        if lineno <= line:
+            if before is None or lineno >= before[0]:
+                before = (lineno, value)
+        elif after is None or lineno < after[0]:
+            after = (lineno, value)
+    chosen = before or after
+    return chosen[1] if chosen else None
 
 
 def resolve_value(expr: ast.expr, at: ast.AST, module: ast.Module) -> ast.expr:

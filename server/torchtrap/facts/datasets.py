@@ -161,7 +161,10 @@ class DatasetFacts:
     """Dataset classes of one module and the DataLoaders that receive them."""
 
     def __init__(self, facts: ModuleFacts, text: str = "") -> None:
-        self.facts = facts
+        # Not the ModuleFacts itself: it holds this object, and a cycle
+        # would keep the whole tree alive until a full garbage collection.
+        self.index = facts.index
+        self.imports = facts.imports
         self.classes: ClassTable = facts.classes
         self.tree = facts.tree
         # Looking for `a, b = random_split(ds, ...)` walks a scope: only when
@@ -469,7 +472,7 @@ def resolve_function(
             return resolve_function(value, datasets, view, depth + 1)
         defs = [
             fn
-            for fn in datasets.facts.index.of_types(ast.FunctionDef, ast.AsyncFunctionDef)
+            for fn in datasets.index.of_types(ast.FunctionDef, ast.AsyncFunctionDef)
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
             and fn.name == expr.id
             and not isinstance(parent(fn), ast.ClassDef)
@@ -481,7 +484,7 @@ def resolve_function(
         found = datasets.method_named(expr.attr)
         return found[0] if len(found) == 1 else None
     if isinstance(expr, ast.Call):
-        qual = datasets.facts.imports.qualname(expr.func)
+        qual = datasets.imports.qualname(expr.func)
         if qual == "functools.partial" and expr.args:
             return resolve_function(expr.args[0], datasets, view, depth + 1)
     return None

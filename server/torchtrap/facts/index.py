@@ -7,6 +7,7 @@ the engine walks once and rules look nodes up here instead of walking again.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import TypeVar
@@ -42,6 +43,10 @@ class NodeIndex:
             fields = fields_of.get(node_type)
             if fields is None:
                 fields = fields_of[node_type] = _child_fields(node_type)
+            # A weak parent link: with strong links every tree is a web of
+            # cycles that only a full garbage collection frees, which cost more
+            # than the rules themselves on large trees.
+            ref = weakref.ref(node)
             # Push in reverse so that pop() yields children in source order.
             for name in fields:
                 value = getattr(node, name, None)
@@ -49,10 +54,10 @@ class NodeIndex:
                     for i in range(len(value) - 1, -1, -1):
                         item = value[i]
                         if isinstance(item, ast.AST):
-                            setattr(item, _PARENT, node)
+                            setattr(item, _PARENT, ref)
                             push(item)
                 elif isinstance(value, ast.AST):
-                    setattr(value, _PARENT, node)
+                    setattr(value, _PARENT, ref)
                     push(value)
         self._by_type = by_type
         self.tree = tree
@@ -67,7 +72,8 @@ class NodeIndex:
 
 
 def parent(node: ast.AST) -> ast.AST | None:
-    return getattr(node, _PARENT, None)
+    ref = getattr(node, _PARENT, None)
+    return ref() if ref is not None else None
 
 
 def ancestors(node: ast.AST) -> Iterator[ast.AST]:

@@ -80,6 +80,14 @@ class Context:
         return RelatedLocation(self.range(node), message)
 
 
+def _holding(fix: Fix, ctx: Context) -> Fix:
+    """The fix, keeping the module's context alive until its edits are built:
+    parent links are weak, so a builder that captured only a subtree must
+    not outlive the tree it walks up."""
+    build = fix.build
+    return Fix(fix.title, fix.applicability, build=lambda: (ctx, build())[1])
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -115,7 +123,7 @@ class Rule:
             severity=self.ctx.config.severity_for(self.code, base),
             range=rng,
             path=self.ctx.path,
-            fixes=tuple(fixes),
+            fixes=tuple(_holding(fix, self.ctx) for fix in fixes),
             related=tuple(related),
         )
 
