@@ -66,13 +66,32 @@ class DataLoaderCall:
         return "**kwargs that may set num_workers > 0"
 
 
-def _workers(arguments: dict[str, ast.expr], has_splat: bool) -> tuple[Workers, ast.expr | None]:
+def _workers(
+    arguments: dict[str, ast.expr], has_splat: bool, call: ast.Call, module: ast.Module
+) -> tuple[Workers, ast.expr | None]:
     expr = arguments.get("num_workers")
     if expr is None:
         return (Workers.MAYBE if has_splat else Workers.NONE), None
+    if isinstance(expr, ast.Name):
+        expr = _single_constant(expr.id, call, module) or expr
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return (Workers.SOME if expr.value > 0 else Workers.NONE), expr
     return Workers.MAYBE, expr
+
+
+def _single_constant(name: str, at: ast.AST, module: ast.Module) -> ast.Constant | None:
+    """``num_workers = 2`` as the only binding of the name in the nearest
+    scope that binds it; several bindings (``if args.x: num_workers = 4``)
+    leave the count unknown."""
+    scope = enclosing_scope(at)
+    for candidate in (scope, module) if scope is not module else (module,):
+        bindings = _assignments(candidate).get(name)
+        if bindings:
+            value = bindings[0][1]
+            if len(bindings) == 1 and isinstance(value, ast.Constant):
+                return value
+            return None
+    return None
 
 
 def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
@@ -183,7 +202,7 @@ def find_dataloaders(
         if imports.qualname(func) != DATALOADER:
             continue
         arguments, has_splat = bind_arguments(call)
-        workers, workers_expr = _workers(arguments, has_splat)
+        workers, workers_expr = _workers(arguments, has_splat, call, index.tree)
         dataset_expr = arguments.get("dataset")
         dataset_class = None
         class_name = None

@@ -47,6 +47,7 @@ NOT_GLOBAL_DRAWS = frozenset(
     }
 )
 RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})
+LIGHTNING = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 
 
 class NumpyGlobalRngLegacyTorch(Rule):
@@ -159,13 +160,26 @@ class NumpyGlobalRngLegacyTorch(Rule):
     ) -> LoaderStatus:
         init = loader.argument("worker_init_fn")
         if init is None:
-            return LoaderStatus.COUNTS
+            return LoaderStatus.IGNORED if self._lightning_seeds_workers() else LoaderStatus.COUNTS
         fn = resolve_function(init, datasets, view)
         if fn is None:
             # Defined elsewhere: on old torch a worker_init_fn is nearly always
             # the numpy seeding recipe. Stay silent rather than guess.
             return LoaderStatus.IGNORED
         return LoaderStatus.IGNORED if self._seeds_numpy(fn, datasets, 0) else LoaderStatus.COUNTS
+
+    def _lightning_seeds_workers(self) -> bool:
+        """``seed_everything(..., workers=True)`` makes Lightning give every
+        DataLoader without a worker_init_fn one that seeds numpy per worker."""
+        if "seed_everything" not in self.ctx.text:
+            return False
+        for call in self.ctx.facts.index.of(ast.Call):
+            qual = self.ctx.facts.imports.qualname(call.func) or ""
+            if qual.split(".")[-1] == "seed_everything" and qual.split(".")[0] in LIGHTNING:
+                workers = next((k.value for k in call.keywords if k.arg == "workers"), None)
+                if isinstance(workers, ast.Constant) and workers.value is True:
+                    return True
+        return False
 
     def _seeds_numpy(self, fn: ast.AST, datasets: DatasetFacts, depth: int) -> bool:
         for node in ast.walk(fn):
@@ -309,6 +323,28 @@ dataloader = DataLoader(dataset, batch_size=2, num_workers=4)
 """
 
 NumpyGlobalRngLegacyTorch.valid = (
+    Valid(
+        """
+        import numpy
+        from pytorch_lightning import Trainer, seed_everything
+        from torch.utils.data import DataLoader, Dataset
+
+        class NumpyRandomDataset(Dataset):
+            def __getitem__(self, index):
+                return numpy.random.randint(0, 100, 3)
+
+            def __len__(self):
+                return 16
+
+        def train(model):
+            seed_everything(0, workers=True)
+            loader = DataLoader(NumpyRandomDataset(), batch_size=2, num_workers=2)
+            Trainer(max_epochs=1).fit(model, train_dataloaders=loader)
+        """,
+        config={"torch-version": "1.8.1"},
+        note="Lightning's seed_everything(workers=True) seeds numpy in every worker "
+        "(found in Lightning's own tests)",
+    ),
     Valid(_SEED_004, note="no torch-version: the installed torch (>= 1.9) seeds numpy per worker"),
     Valid(_SEED_004, config={"torch-version": "1.9.0"}, note="fixed in 1.9"),
     Valid(_SEED_004, config={"torch-version": "2.1"}),

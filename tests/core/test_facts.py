@@ -1,0 +1,88 @@
+"""Shared facts: import aliases, Dataset classes, DataLoader calls."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchtrap.facts import ModuleFacts, Workers
+
+
+def facts(code: str) -> ModuleFacts:
+    return ModuleFacts(ast.parse(textwrap.dedent(code)))
+
+
+def test_import_aliases() -> None:
+    f = facts(
+        """
+        import numpy as np
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader as DL
+        from torch.utils import data
+        import torch.utils.data
+        x = np.random.default_rng
+        """
+    )
+    q = f.imports.qualname
+    assert q(ast.parse("np.random.default_rng").body[0].value) == "numpy.random.default_rng"
+    assert q(ast.parse("F.softmax").body[0].value) == "torch.nn.functional.softmax"
+    assert q(ast.parse("DL").body[0].value) == "torch.utils.data.DataLoader"
+    assert q(ast.parse("data.Dataset").body[0].value) == "torch.utils.data.Dataset"
+    assert q(ast.parse("torch.utils.data.dataloader.DataLoader").body[0].value) == (
+        "torch.utils.data.DataLoader"
+    )
+    assert q(ast.parse("unknown.thing").body[0].value) is None
+
+
+def test_dataset_classes_through_local_bases() -> None:
+    f = facts(
+        """
+        import torch.utils.data as tud
+        import torch.nn as nn
+        class Base(tud.Dataset): pass
+        class Child(Base): pass
+        class Stream(tud.IterableDataset): pass
+        class Net(nn.Module): pass
+        class Loop(Loop2): pass
+        class Loop2(Loop): pass
+        """
+    )
+    c = f.classes
+    assert {i.name for i in c.datasets()} == {"Base", "Child", "Stream"}
+    assert c.is_iterable_dataset(c.get("Stream")) and not c.is_iterable_dataset(c.get("Child"))
+    assert [i.name for i in c.modules()] == ["Net"]
+
+
+@pytest.mark.parametrize(
+    ("call", "workers"),
+    [
+        ("DataLoader(ds)", Workers.NONE),
+        ("DataLoader(ds, num_workers=0)", Workers.NONE),
+        ("DataLoader(ds, 4, True, None, None, 2)", Workers.SOME),
+        ("DataLoader(ds, num_workers=4)", Workers.SOME),
+        ("DataLoader(ds, num_workers=args.workers)", Workers.MAYBE),
+        ("DataLoader(ds, num_workers=os.cpu_count())", Workers.MAYBE),
+        ("DataLoader(ds, **loader_kwargs)", Workers.MAYBE),
+        ("DataLoader(ds, num_workers=n)", Workers.SOME),  # n = 2 bound once
+        ("DataLoader(ds, num_workers=m)", Workers.MAYBE),  # m bound twice
+    ],
+)
+def test_dataloader_workers(call: str, workers: Workers) -> None:
+    f = facts(
+        f"""
+        from torch.utils.data import DataLoader, Dataset
+        class DS(Dataset): pass
+        def main(args):
+            n = 2
+            m = 0
+            if args.big:
+                m = 8
+            ds = DS()
+            loader = {call}
+        """
+    )
+    (loader,) = f.dataloaders
+    assert loader.workers is workers
+    assert loader.dataset_class is not None and loader.dataset_class.name == "DS"
