@@ -245,7 +245,7 @@ def table(results: dict[str, list[float]], rss: tuple[float, float], meta: dict[
         "document in flight; results cached for the 16 most recent documents only",
         "(a result's lazy fixes hold the syntax tree); the garbage collector",
         "frozen after start-up, run rarely during a lint and right after each",
-        "publish instead (a lint's facts form cycles that hold the tree).",
+        "publish instead (a lint leaves some cyclic garbage behind).",
         "Reproduce: `.venv/bin/python bench/lsp_latency.py --write-docs`",
         "(`--check` exits 1 over budget).",
         "",

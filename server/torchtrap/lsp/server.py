@@ -373,13 +373,14 @@ class TorchTrapServer(LanguageServer):
                 old_state.result = None
 
     def _schedule_gc(self) -> None:
-        """A lint's facts form reference cycles (the module's syntax tree
-        hangs off them), so a replaced result is only freed by a full
-        collection, which the tuned thresholds (see ``lsp.run``) make rare.
-        Collect right after publishing, when no other lint is running: a
-        few milliseconds while the garbage is one result's worth (letting
-        it pile up makes each collection cost ~10 ms per 5,000-line lint
-        left behind). Under continuous load, every ``GC_EVERY_LINTS``."""
+        """A replaced result's syntax tree is freed by reference counting,
+        but a lint still leaves some cyclic garbage (closures), and with the
+        tuned thresholds (see ``lsp.run``) it would pile up until a full
+        collection lands in the middle of a lint (measured: p95 at 5,000
+        lines 81 ms with this, 128 ms without). Collect right after
+        publishing, when no other lint is running: a few milliseconds while
+        the garbage is one result's worth. Under continuous load, every
+        ``GC_EVERY_LINTS``."""
         self._lints_since_gc += 1
         if self.loop is not None:
             self.loop.call_soon(self._collect_if_idle)
