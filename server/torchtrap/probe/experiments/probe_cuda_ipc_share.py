@@ -19,20 +19,12 @@ import sys
 from typing import Any
 
 import torch
+from _common import error_line
 from torch.utils.data import DataLoader, Dataset
 
 LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
 
 CONTEXT = "spawn"  # the pickling path; the default on Windows, macOS and Python 3.14+
-
-
-def _error_line(exc: BaseException) -> str:
-    """One line for an exception; for an error re-raised from a DataLoader
-    worker, the worker's own last line ("Caught X in DataLoader worker...")."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        return f"in worker: {lines[-1]}"[:300]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def _storage(t: torch.Tensor) -> Any:
@@ -101,7 +93,7 @@ def _through_workers(loader: DataLoader, named: dict[str, torch.Tensor]) -> dict
         del it  # shuts the worker down
         snapshots["after_shutdown"] = _watch(named)
     except Exception as exc:
-        row["error"] = _error_line(exc)
+        row["error"] = error_line(exc)
     changed: list[str] = []
     for stage, snapshot in snapshots.items():
         row[stage] = _shown(snapshot)
@@ -129,7 +121,7 @@ def check_share(device: str) -> dict[str, Any]:
         row["after"] = _shown(after)
         row["changed"] = _changed(before, after)
     except Exception as exc:
-        row["error"] = _error_line(exc)
+        row["error"] = error_line(exc)
     return row
 
 
@@ -177,7 +169,7 @@ def check_control() -> str | None:
     try:
         next(iter(loader))
     except Exception as exc:
-        return _error_line(exc)
+        return error_line(exc)
     return None
 
 

@@ -15,18 +15,10 @@ import sys
 from typing import Any
 
 import torch
+from _common import error_line
 from torch.utils.data import DataLoader, Dataset
 
 LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
-
-
-def _error_line(exc: BaseException) -> str:
-    """One line for an exception; for an error re-raised from a DataLoader
-    worker, the worker's own last line ("Caught X in DataLoader worker...")."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        return f"in worker: {lines[-1]}"[:300]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 class CudaDataset(Dataset):
@@ -43,11 +35,11 @@ class CudaDataset(Dataset):
         try:
             result["use_existing"] = f"ok: {float((self.values + 1).sum().item())}"
         except Exception as exc:
-            result["use_existing"] = _error_line(exc)
+            result["use_existing"] = error_line(exc)
         try:
             result["allocate_new"] = f"ok: {float(torch.ones(2, device=self.device).sum().item())}"
         except Exception as exc:
-            result["allocate_new"] = _error_line(exc)
+            result["allocate_new"] = error_line(exc)
         return result
 
 
@@ -88,7 +80,7 @@ def main() -> dict[str, Any]:
         item = next(iter(loader))
         evidence.update(item)
     except Exception as exc:  # e.g. the worker died from a signal
-        evidence["loader_error"] = _error_line(exc)
+        evidence["loader_error"] = error_line(exc)
 
     errors = [
         f"{key}: {evidence[key]}"

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import torch
+from _common import error_line
 from torch.utils.data import DataLoader, Dataset
 
 LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
@@ -22,15 +23,6 @@ MIB = 2**20
 COPY_MIB = 128
 ELEMENTS = COPY_MIB * MIB // 4  # float32
 REPEATS = 5
-
-
-def _error_line(exc: BaseException) -> str:
-    """One line for an exception; for an error re-raised from a DataLoader
-    worker, the worker's own last line ("Caught X in DataLoader worker...")."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        return f"in worker: {lines[-1]}"[:300]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 class SmallBatches(Dataset):
@@ -86,7 +78,7 @@ def main() -> dict[str, Any]:
         if not evidence["pinned_copy_correct"]:
             problems.append(f"pinned copy arrived as {ends}, expected [3.0, 3.0]")
     except Exception as exc:
-        problems.append(f"pinned copy: {_error_line(exc)}")
+        problems.append(f"pinned copy: {error_line(exc)}")
     try:
         loader = DataLoader(
             SmallBatches(), batch_size=2, num_workers=1, pin_memory=True, timeout=LOADER_TIMEOUT_S
@@ -96,7 +88,7 @@ def main() -> dict[str, Any]:
         if not evidence["loader_batch_pinned"]:
             problems.append("DataLoader(pin_memory=True) returned an unpinned batch")
     except Exception as exc:
-        problems.append(f"DataLoader(pin_memory=True): {_error_line(exc)}")
+        problems.append(f"DataLoader(pin_memory=True): {error_line(exc)}")
     evidence["problems"] = problems
 
     if problems:

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import torch
+from _common import error_line
 from torch.utils.data import DataLoader, Dataset
 
 LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
@@ -30,15 +31,6 @@ class BigItem(Dataset):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.full((ELEMENTS,), float(index + 7))
-
-
-def _error_line(exc: BaseException) -> str:
-    """One line for an exception; for an error re-raised from a DataLoader
-    worker, the worker's own last line ("Caught X in DataLoader worker...")."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        return f"in worker: {lines[-1]}"[:300]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def _shm_free_mib() -> int | None:
@@ -63,7 +55,7 @@ def main() -> dict[str, Any]:
     try:
         batch = next(iter(loader))
     except Exception as exc:
-        evidence["error"] = _error_line(exc)
+        evidence["error"] = error_line(exc)
         return {
             "verdict": "confirmed",
             "summary": f"a worker could not hand back a {BATCH_MIB} MB batch: {evidence['error']}",

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import torch
+from _common import error_line
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 LOADER_TIMEOUT_S = 30  # a worker that sends nothing for this long is reported, not waited on
@@ -81,15 +82,6 @@ class RngDataset(Dataset):
         return [worker] + [self._draw(kind) for kind in self.kinds]
 
 
-def _error_line(exc: BaseException) -> str:
-    """One line for an exception; for an error re-raised from a DataLoader
-    worker, the worker's own last line ("Caught X in DataLoader worker...")."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        return f"in worker: {lines[-1]}"[:300]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
-
-
 def _one_epoch(kinds: list[str], context: str | None) -> dict[str, dict[int, list[int]]]:
     """kind -> worker id -> the numbers that worker drew, in order."""
     loader = DataLoader(
@@ -140,7 +132,7 @@ def main() -> dict[str, Any]:
     try:
         results.update(_compare([STORED_TORCH], context))
     except Exception as exc:  # the crash is the evidence
-        results[STORED_TORCH] = {"stored": True, "error": _error_line(exc)}
+        results[STORED_TORCH] = {"stored": True, "error": error_line(exc)}
 
     where = f"torch {torch.__version__}, start method {start_method}"
     stored_bad = [k for k, row in results.items() if row["stored"] and _is_bug(row)]
