@@ -3,7 +3,7 @@
 # target platform (ruff-vscode style per-platform packaging):
 #   scripts/client-bundle-server.sh [TARGET]      TARGET defaults to $VSCE_TARGET or linux-x64
 # The client prepends bundled/libs to PYTHONPATH, so the user's Python (>= 3.10) runs the
-# server with no pip install. libcst (and pyyaml) are native and built per CPython version
+# server with no pip install. Native dependencies (none today) are built per CPython version
 # (cp310..cp313, not abi3), so each version's wheels are installed and merged; their
 # extension modules have version-tagged names (native.cpython-311-x86_64-linux-gnu.so)
 # and sit side by side. Pure-Python files must be identical across versions (checked).

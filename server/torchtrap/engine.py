@@ -1,8 +1,8 @@
 """The one API every front end calls: ``lint(source, path, config)``.
 
 Parse once with the stdlib ``ast`` (C parser), compute shared facts once,
-run each enabled rule, drop suppressed findings. libcst is only used later,
-when a fix's edits are asked for.
+run each enabled rule, drop suppressed findings. A fix's edits are built
+only when asked for (a code action, --fix).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class Edit:
 @dataclass(eq=False)
 class Fix:
     """A fix's edits are built on demand: listing fixes must stay cheap (code
-    actions on every cursor move), building them may parse with libcst."""
+    actions on every cursor move), building them may scan the module."""
 
     title: str
     applicability: Applicability

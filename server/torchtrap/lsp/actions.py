@@ -1,7 +1,7 @@
 """Code actions: one quick fix per engine fix, an "Ignore ... on this line"
 action, and ``source.fixAll.torchtrap``.
 
-Listing never builds a fix's edits (``Fix.edits`` may parse with libcst);
+Listing never builds a fix's edits (``Fix.edits`` is built lazily);
 the action carries ``data`` and its edit is built in ``codeAction/resolve``
 (or, for clients without resolve support, by the ``torchtrap.applyFix``
 command the action carries instead).
