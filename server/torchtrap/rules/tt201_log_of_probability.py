@@ -272,8 +272,6 @@ class LogOfProbability(Rule):
     ) -> tuple[Fix, str] | None:
         if not prob.direct or prob.module or base != "log":
             return None
-        if call.lineno != call.end_lineno and "#" in self.ctx.source.segment(self.ctx.range(call)):
-            return None  # the rewrite deletes text around the call: keep comments
         if prob.kind == "softmax" and not prob.complement:
             return self._log_softmax_fix(call, arg, method_form, prob.call)
         if prob.kind == "sigmoid":
@@ -311,7 +309,7 @@ class LogOfProbability(Rule):
         else:
             return None
         unwrap = self._unwrap_edits(call, arg, method_form)
-        if unwrap is None:
+        if unwrap is None or self._drops_comment(unwrap):
             return None
         fix = Fix(
             "Use `log_softmax` instead of log(softmax)",
@@ -334,7 +332,7 @@ class LogOfProbability(Rule):
         else:
             return None
         functional = self._spell("torch.nn.functional")
-        if functional is None:
+        if functional is None or self._drops_comment(self._outside(call, inner)):
             return None
         source = self.ctx.source
         text = source.segment(source.node_range(inner))
@@ -401,6 +399,16 @@ class LogOfProbability(Rule):
             return [Edit(Range(dot, whole.end), "")]
         inner = source.node_range(arg)
         return [Edit(Range(whole.start, inner.start), ""), Edit(Range(inner.end, whole.end), "")]
+
+    def _outside(self, call: ast.Call, kept: ast.AST) -> list[Edit]:
+        """Edits deleting everything of ``call`` but ``kept``."""
+        whole, inner = self.ctx.range(call), self.ctx.range(kept)
+        return [Edit(Range(whole.start, inner.start), ""), Edit(Range(inner.end, whole.end), "")]
+
+    def _drops_comment(self, deletions: list[Edit]) -> bool:
+        """A rewrite whose deleted text holds a comment is not offered (the
+        clamp fix, which deletes nothing, is)."""
+        return any("#" in self.ctx.source.segment(edit.range) for edit in deletions)
 
     def _dot_before_attribute(self, call: ast.Call) -> Position | None:
         """The position of the ``.`` in ``receiver.log()``."""
@@ -806,6 +814,40 @@ class LogOfProbability(Rule):
 
             bits = torch.log2(torch.softmax(x, -1).clamp(min=1e-4))
             """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            log_p = torch.log(
+                torch.softmax(logits,  # raw scores, not probabilities
+                              dim=-1)
+            )
+            """,
+            fixed="""
+            import torch
+
+            log_p = torch.log_softmax(logits,  # raw scores, not probabilities
+                              dim=-1)
+            """,
+            note="a comment inside the kept softmax call survives the rewrite",
+        ),
+        Invalid(
+            """
+            import torch
+
+            log_p = torch.log(
+                torch.softmax(logits, dim=-1)  # probabilities
+            )
+            """,
+            fixed="""
+            import torch
+
+            log_p = torch.log(
+                torch.softmax(logits, dim=-1).clamp(min=1e-4)  # probabilities
+            )
+            """,
+            note="the rewrite would delete the comment: only the clamp is offered",
         ),
         Invalid(
             """
