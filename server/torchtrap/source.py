@@ -100,6 +100,11 @@ class SourceText:
             position.column, len(self.lines[position.line - 1])
         )
 
+    def position_at(self, offset: int) -> Position:
+        """The position of a string index (the inverse of :meth:`offset`)."""
+        line = self.text.count("\n", 0, offset) + 1
+        return Position(line, offset - (self.text.rfind("\n", 0, offset) + 1))
+
     def segment(self, rng: Range) -> str:
         return self.text[self.offset(rng.start) : self.offset(rng.end)]
 

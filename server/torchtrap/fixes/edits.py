@@ -98,9 +98,9 @@ def add_keyword_argument(source: SourceText, call: ast.Call, name: str, value: s
         comma = source.offset(last_end) + between.index(",") + 1
         if (last.end_lineno or last.lineno) != (call.end_lineno or call.lineno):
             indent = source.indentation(last.lineno)
-            pos = _position_of_offset(source, comma)
+            pos = source.position_at(comma)
             return insert_at(pos, f"{source.newline}{indent}{name}={value},")
-        return insert_at(_position_of_offset(source, comma), f" {name}={value}")
+        return insert_at(source.position_at(comma), f" {name}={value}")
     return insert_at(last_end, f", {name}={value}")
 
 
@@ -109,12 +109,6 @@ def _last_argument(call: ast.Call) -> ast.expr | ast.keyword | None:
     if not nodes:
         return None
     return max(nodes, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
-
-
-def _position_of_offset(source: SourceText, offset: int) -> Position:
-    line = source.text.count("\n", 0, offset) + 1
-    line_start = source.text.rfind("\n", 0, offset) + 1
-    return Position(line, offset - line_start)
 
 
 def keyword_value_edit(source: SourceText, call: ast.Call, name: str, value: str) -> Edit:

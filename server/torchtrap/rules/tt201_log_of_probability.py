@@ -424,8 +424,7 @@ class LogOfProbability(Rule):
         dot = source.text.rfind(".", start, end)
         if dot < 0:
             return None
-        line = source.text.count("\n", 0, dot) + 1
-        return Position(line, dot - (source.text.rfind("\n", 0, dot) + 1))
+        return source.position_at(dot)
 
     # -- examples -----------------------------------------------------------------
     valid = (
