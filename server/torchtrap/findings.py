@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,27 @@ class Applicability(str, enum.Enum):
 
     SAFE = "safe"
     UNSAFE = "unsafe"
+
+
+# Every unsafe fix's title ends with "(unsafe: <why>)" so that the risk shows
+# in the editor's fix menu and the CLI; safe fixes never carry it.
+UNSAFE_MARK = "(unsafe:"
+
+
+def unsafe_title(title: str, why: str) -> str:
+    """The title of an unsafe fix: what it does, then what it may break."""
+    return f"{title} {UNSAFE_MARK} {why})"
+
+
+def fix_title(title: str, applicability: Applicability, why: str) -> str:
+    """``title`` as is for a safe fix, marked with ``why`` for an unsafe one."""
+    return title if applicability is Applicability.SAFE else unsafe_title(title, why)
+
+
+def line_text(line: int) -> str:
+    """How a message names a line of its module. A rule that names one lists
+    it in ``Finding.line_refs`` so that a notebook can say "cell 2, line 1"."""
+    return f"line {line}"
 
 
 @dataclass(frozen=True, order=True)
@@ -146,10 +168,23 @@ class Finding:
     related: tuple[RelatedLocation, ...] = ()
     # For a notebook: the 1-based cell number; ``range`` is then in that cell.
     cell: int | None = None
+    # Lines of the module the message names (as ``line_text(n)``).
+    line_refs: tuple[int, ...] = ()
 
     @property
     def is_syntax_error(self) -> bool:
         return self.code == SYNTAX_ERROR_CODE
+
+    def relabel_lines(self, label: Callable[[int], str]) -> Finding:
+        """The finding with each line its message names written by ``label``
+        (a notebook's "cell 2, line 1"); one pass, so labels never re-match."""
+        if not self.line_refs:
+            return self
+        table = {line_text(n): label(n) for n in self.line_refs}
+        keys = sorted(table, key=len, reverse=True)
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, keys)) + r")\b")
+        message = pattern.sub(lambda m: table[m.group(0)], self.message)
+        return dataclasses.replace(self, message=message, line_refs=())
 
     def detached(self) -> Finding:
         """See :meth:`Fix.detached`."""

@@ -76,7 +76,7 @@ def lint_notebook(
     notebook: NotebookFile, path: str, config: Config
 ) -> tuple[list[Finding], dict[int, str]]:
     """Findings by cell, and the cell texts by cell number (for excerpts)."""
-    result = lint_cells(notebook.texts, path, config)
+    result = lint_cells(notebook.texts, path, config, cell_number=notebook.cell_number)
     findings = []
     for finding in result.findings:
         located = _in_cell(result.module, finding.range)

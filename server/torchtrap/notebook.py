@@ -16,12 +16,12 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from torchtrap.config import Config
 from torchtrap.engine import lint
-from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation
+from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation, line_text
 
 # Cell magics whose body is Python (the first line is masked, the rest linted).
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
@@ -137,8 +137,11 @@ def lint_cells(
     config: Config | None = None,
     *,
     fallback: Mapping[int, str] | None = None,
+    cell_number: Callable[[int], int] | None = None,
 ) -> NotebookLint:
-    """Lint the cells as one module (see the module docstring)."""
+    """Lint the cells as one module (see the module docstring). Lines named
+    in messages become cell-relative; ``cell_number`` maps a cell's index to
+    the number the user sees (default: index + 1)."""
     fallback = fallback or {}
     texts = list(cells)
     broken: set[int] = set()
@@ -184,10 +187,32 @@ def lint_cells(
             continue
         if moved:
             f = _move(f, linted, real)
-        out.append(f)
+        out.append(_cell_relative_lines(f, real, cell_number))
     out += [_reposition(real, i, err) for i, err in errors.items()]
     out.sort(key=lambda f: (f.range.start, f.code))
     return NotebookLint(real, out, frozenset(broken), frozenset(substituted))
+
+
+def _cell_relative_lines(
+    finding: Finding, module: NotebookModule, cell_number: Callable[[int], int] | None
+) -> Finding:
+    """"line 6" of the joined module -> "line 1" in the finding's own cell,
+    "cell 3, line 1" in another."""
+    if not finding.line_refs:
+        return finding
+    home = module.cell_of_line(finding.range.start.line)
+
+    def label(line: int) -> str:
+        located = module.to_cell(Position(line, 0))
+        if located is None:
+            return line_text(line)
+        index, pos = located
+        if home is not None and index == home.index:
+            return line_text(pos.line)
+        number = cell_number(index) if cell_number else index + 1
+        return f"cell {number}, {line_text(pos.line)}"
+
+    return finding.relabel_lines(label)
 
 
 def _move_range(rng: Range, src: NotebookModule, dst: NotebookModule) -> Range:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.index import NodeIndex
-from torchtrap.findings import Applicability, Edit
+from torchtrap.findings import Applicability, Edit, fix_title
 from torchtrap.fixes.edits import insert_module_block, keyword_value_edit
 from torchtrap.fixes.names import ModuleNames, module_bindings
 from torchtrap.source import SourceText
@@ -27,6 +27,15 @@ class WorkerInitPlan:
     loaders: tuple[DataLoaderCall, ...]
     chained: str | None  # the existing worker_init_fn the new one calls last
     applicability: Applicability
+
+    def title(self, title: str) -> str:
+        """``title``, marked with why when the plan is unsafe."""
+        why = (
+            f"chains the existing `{self.chained}`"
+            if self.chained is not None
+            else "**kwargs may already pass a worker_init_fn"
+        )
+        return fix_title(title, self.applicability, why)
 
 
 def plan_worker_init(loaders: Sequence[DataLoaderCall], tree: ast.Module) -> WorkerInitPlan | None:

@@ -243,7 +243,11 @@ class TorchTrapServer(LanguageServer):
                 for i, d in enumerate(texts)
                 if d.uri in self.good_cell_texts
             }
-            return Snapshot(key, notebook.version, notebook.path, tuple(texts), True, fallback)
+            position = {cell.document: n for n, cell in enumerate(notebook.cells, 1)}
+            numbers = tuple(position.get(d.uri, i + 1) for i, d in enumerate(texts))
+            return Snapshot(
+                key, notebook.version, notebook.path, tuple(texts), True, fallback, numbers
+            )
         doc = self.docs.get(key)
         if doc is None:
             return None

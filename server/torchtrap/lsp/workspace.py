@@ -34,6 +34,8 @@ class Snapshot:
     docs: tuple[DocText, ...]  # one, or the notebook's code cells in order
     notebook: bool = False
     fallback: Mapping[int, str] = field(default_factory=dict)  # cell -> last parseable text
+    # The 1-based position of each code cell among all the notebook's cells.
+    cell_numbers: tuple[int, ...] = ()
 
     @property
     def lint_path(self) -> str:
@@ -91,8 +93,13 @@ def compute(snapshot: Snapshot, config: Config) -> LintResult:
         failed = any(f.is_syntax_error for f in findings)
         broken = frozenset({snapshot.key}) if failed else frozenset()
         return LintResult(snapshot, config, findings, None, broken, lines, texts)
+    numbers = snapshot.cell_numbers
     result = lint_cells(
-        [d.text for d in snapshot.docs], snapshot.lint_path, config, fallback=snapshot.fallback
+        [d.text for d in snapshot.docs],
+        snapshot.lint_path,
+        config,
+        fallback=snapshot.fallback,
+        cell_number=(lambda i: numbers[i]) if len(numbers) == len(snapshot.docs) else None,
     )
     broken = frozenset(snapshot.docs[i].uri for i in result.broken)
     return LintResult(snapshot, config, result.findings, result.module, broken, lines, texts)

@@ -113,7 +113,9 @@ class Rule:
         severity: Severity | None = None,
         fixes: Sequence[Fix] = (),
         related: Sequence[RelatedLocation] = (),
+        line_refs: Sequence[int] = (),
     ) -> Finding:
+        """``line_refs``: the lines ``message`` names (as ``line_text(n)``)."""
         rng = node if isinstance(node, Range) else self.ctx.range(node)
         base = severity or self.default_severity
         return Finding(
@@ -125,6 +127,7 @@ class Rule:
             path=self.ctx.path,
             fixes=tuple(_holding(fix, self.ctx) for fix in fixes),
             related=tuple(related),
+            line_refs=tuple(line_refs),
         )
 
     # -- docs ----------------------------------------------------------------

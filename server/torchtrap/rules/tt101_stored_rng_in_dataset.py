@@ -53,9 +53,12 @@ RESEED_METHODS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__s
 INSPECT_METHODS = frozenset({"get_state", "getstate", "initial_seed", "__getstate__", "__repr__"})
 INSPECT_BUILTINS = frozenset({"isinstance", "print", "id", "type", "repr", "str", "hasattr"})
 
+SAME = "all draw the same numbers"
+# Details for related information (the message stays short).
+EPOCHS = "every epoch repeats the same numbers: the dataset is copied afresh from the main process"
 SPAWN_CRASH = (
-    "; under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) the "
-    "workers instead crash unpickling it (pytorch #146828)"
+    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) the "
+    "workers crash unpickling a torch.Generator (pytorch #146828)"
 )
 
 
@@ -329,6 +332,8 @@ class StoredRngInDataset(Rule):
         entry = next(n for n in ENTRY_METHODS if n in view.methods)
         loaders = judgement.loaders
         exposure = judgement.exposure
+        notes: list[str] = []
+        drawn = f"drawn in `{entry}`, in every worker from the same copied state"
         if exposure in (Exposure.WORKERS, Exposure.MAYBE):
             severity = Severity.ERROR if exposure is Exposure.WORKERS else Severity.WARNING
             message = copies_message(what, loaders)
@@ -338,29 +343,26 @@ class StoredRngInDataset(Rule):
                 if self._status(datasets, view, loader, stored.attr) is LoaderStatus.UNCERTAIN
             ]
             if unread:
+                message = (
+                    f"{what} may repeat in every DataLoader worker unless "
+                    "`worker_init_fn` re-creates it"
+                )
                 init = loader_init_text(unread[0])
-                message += f", unless `worker_init_fn={init}` re-creates it in each worker"
+                notes.append(f"`worker_init_fn={init}` is defined elsewhere: it may re-create it")
+            if not all(literal(lo.argument("persistent_workers")) is True for lo in loaders):
+                notes.append(EPOCHS)
         elif exposure is Exposure.UNLINKED:
             severity = Severity.WARNING
-            message = (
-                f"{what} is created once and drawn from in `{entry}`: a DataLoader with "
-                "workers in this file may receive this dataset, and then every worker draws "
-                "the same numbers and every epoch repeats them"
-            )
+            message = f"{what} may be copied into DataLoader workers: {SAME}"
+            notes += [drawn, EPOCHS]
         else:
             severity = Severity.WARNING
-            message = (
-                f"{what} is created once and drawn from in `{entry}`: with DataLoader "
-                "workers, every worker gets an identical copy and every epoch repeats it "
-                "(no DataLoader visible in this file)"
-            )
-        if stored.kind is Kind.TORCH and exposure is not Exposure.INVISIBLE:
-            message += SPAWN_CRASH
-        elif stored.kind is Kind.TORCH:
-            message += (
-                "; a stored torch.Generator also crashes spawn/forkserver workers (pytorch #146828)"
-            )
+            message = f"{what} would repeat in every DataLoader worker (no DataLoader visible here)"
+            notes += [drawn, EPOCHS]
+        if stored.kind is Kind.TORCH:
+            notes.append(SPAWN_CRASH)
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        related += [self.ctx.related(stored.stmt, note) for note in notes]
         return self.finding(
             stored.stmt,
             message,
@@ -382,7 +384,7 @@ class StoredRngInDataset(Rule):
         if plan is None:
             return []
         attrs = ", ".join(f"`self.{s.attr}`" for s in flagged)
-        title = f"Re-create {attrs} in each worker from its seed (worker_init_fn)"
+        title = plan.title(f"Re-create {attrs} in each worker from its seed (worker_init_fn)")
         comment = [
             "TorchTrap TT101: re-create the dataset's random generators from this",
             "worker's seed, so that workers differ and each epoch draws new numbers.",
@@ -402,32 +404,18 @@ class StoredRngInDataset(Rule):
 
 
 def copies_message(what: str, loaders: list[DataLoaderCall]) -> str:
-    """What the copies do, as precisely as the worker counts allow."""
-    persistent = all(literal(loader.argument("persistent_workers")) is True for loader in loaders)
-    epochs = "" if persistent else ", and every epoch repeats them"
+    """What the copies do, as precisely as the worker counts allow (the
+    rest goes to related information)."""
     n = worker_count(loaders)
     if n == 1:
-        return (
-            f"{what} is copied into the DataLoader worker afresh each epoch: "
-            "every epoch repeats the same numbers"
-        )
+        return f"{what} is re-copied into the DataLoader worker each epoch: every epoch repeats it"
     if n == 2:
-        return f"{what} is copied into both DataLoader workers: both draw the same numbers{epochs}"
+        return f"{what} is copied into both DataLoader workers: {SAME}"
     if n is not None:
-        return (
-            f"{what} is copied into each of the {n} DataLoader workers: "
-            f"all {n} draw the same numbers{epochs}"
-        )
-    runtime = [loader for loader in loaders if loader.workers is not Workers.SOME]
-    if runtime:
-        return (
-            f"{what} is copied into every DataLoader worker "
-            f"({runtime[0].describe_workers()}): all workers would draw the same "
-            f"numbers{epochs.replace('repeats', 'would repeat')}"
-        )
-    return (
-        f"{what} is copied into every DataLoader worker: all workers draw the same numbers{epochs}"
-    )
+        return f"{what} is copied into {n} DataLoader workers: {SAME}"
+    if any(loader.workers is not Workers.SOME for loader in loaders):
+        return f"{what} is copied into every DataLoader worker: all would draw the same numbers"
+    return f"{what} is copied into every DataLoader worker: {SAME}"
 
 
 def loader_init_text(loader: DataLoaderCall) -> str:
@@ -829,7 +817,7 @@ StoredRngInDataset.invalid = (
         _DS + "\n\nloader = DataLoader(Noisy(), batch_size=2, num_workers=4)\n",
         line=7,
         severity=Severity.ERROR,
-        message_contains="`self.rng` (np.random.default_rng) is copied into each of the 4",
+        message_contains="`self.rng` (np.random.default_rng) is copied into 4 DataLoader workers",
         fixed="""\
 import numpy as np
 from torch.utils.data import DataLoader, Dataset, get_worker_info
@@ -860,12 +848,12 @@ loader = DataLoader(Noisy(), batch_size=2, num_workers=4, worker_init_fn=seed_wo
         _DS,
         line=7,
         severity=Severity.WARNING,
-        message_contains="no DataLoader visible in this file",
+        message_contains="no DataLoader visible here",
     ),
     Invalid(
         _DS + "\n\ndef main(args):\n    return DataLoader(Noisy(), num_workers=args.workers)\n",
         severity=Severity.WARNING,
-        message_contains="num_workers=args.workers, which may be > 0 at run time",
+        message_contains="all would draw the same numbers",
     ),
     Invalid(
         """\
@@ -964,7 +952,7 @@ loader = DataLoader(Noisy(), batch_size=2, num_workers=4, worker_init_fn=seed_wo
         """,
         line=7,
         severity=Severity.ERROR,
-        message_contains="pytorch #146828",
+        message_contains="`self.g` (torch.Generator) is copied into both",
         fixed="""\
         import torch
         from torch.utils.data import DataLoader, Dataset
@@ -1082,11 +1070,11 @@ loader = DataLoader(train, num_workers=4)
     Invalid(
         _DS + "\n\ndef make(dataset):\n    return DataLoader(dataset, num_workers=8)\n",
         severity=Severity.WARNING,
-        message_contains="may receive this dataset",
+        message_contains="may be copied into DataLoader workers",
     ),
     Invalid(
         _DS + "\n\nloader = DataLoader(Noisy(), num_workers=4, worker_init_fn=utils.seed_worker)\n",
         severity=Severity.WARNING,
-        message_contains="unless `worker_init_fn=utils.seed_worker` re-creates it",
+        message_contains="unless `worker_init_fn` re-creates it",
     ),
 )

@@ -18,7 +18,7 @@ from torchtrap.facts.datasets import (
     resolve_function,
     worker_count,
 )
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import WorkerInitPlan, plan_worker_init, worker_init_edits
@@ -201,45 +201,34 @@ class NumpyGlobalRngLegacyTorch(Rule):
     ) -> Finding:
         spelled = self.ctx.source.segment(self.ctx.range(call.func))
         torch_text = self.ctx.config.torch_version or ".".join(str(p) for p in version)
-        what = (
-            f"`{spelled}` draws from numpy's global generator, which torch {torch_text} "
-            "does not seed per DataLoader worker (torch >= 1.9 does)"
-        )
+        on = f"on torch {torch_text}"
         loaders = judgement.loaders
         exposure = judgement.exposure
-        fork = "under the fork start method (the Linux default)"
-        if exposure is Exposure.WORKERS:
-            n = worker_count(loaders)
-            if n == 1:
-                # Forked again every epoch from the parent, whose state does not move.
-                tail = f"{fork} the worker starts from the parent's numpy state every epoch"
-            elif n == 2:
-                tail = f"{fork} both workers draw the same numbers"
-            elif n is not None:
-                tail = f"{fork} all {n} workers draw the same numbers"
-            else:
-                tail = f"{fork} all workers draw the same numbers"
-            message, severity = f"{what}: {tail}", Severity.ERROR
-        elif exposure is Exposure.MAYBE:
-            runtime = next((lo for lo in loaders if lo.workers is not Workers.SOME), loaders[0])
+        severity = Severity.ERROR if exposure is Exposure.WORKERS else Severity.WARNING
+        n = worker_count(loaders) if exposure is Exposure.WORKERS else None
+        if n == 1:
+            # Forked again every epoch from the parent, whose state does not move.
+            message = f"`{spelled}` repeats its numbers every epoch in the DataLoader worker {on}"
+        elif n == 2:
+            message = f"`{spelled}` draws the same numbers in both DataLoader workers {on}"
+        elif n is not None:
+            message = f"`{spelled}` draws the same numbers in all {n} DataLoader workers {on}"
+        elif exposure is Exposure.WORKERS:
+            message = f"`{spelled}` draws the same numbers in every DataLoader worker {on}"
+        elif exposure is Exposure.INVISIBLE:
             message = (
-                f"{what}: {fork} every worker would draw the same numbers "
-                f"({runtime.describe_workers()})"
+                f"`{spelled}` would draw the same numbers in every DataLoader worker {on} "
+                "(no DataLoader visible here)"
             )
-            severity = Severity.WARNING
-        elif exposure is Exposure.UNLINKED:
-            message = (
-                f"{what}: a DataLoader with workers in this file may receive this dataset, "
-                f"and then {fork} every worker draws the same numbers"
-            )
-            severity = Severity.WARNING
         else:
-            message = (
-                f"{what}: {fork} every DataLoader worker draws the same numbers "
-                "(no DataLoader visible in this file)"
-            )
-            severity = Severity.WARNING
+            message = f"`{spelled}` would draw the same numbers in every DataLoader worker {on}"
+        why = (
+            f"numpy's global generator: torch {torch_text} does not seed it per DataLoader "
+            "worker (torch >= 1.9 does), so under fork (the Linux default) every worker "
+            "starts from the parent's state"
+        )
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        related.append(self.ctx.related(call, why))
         return self.finding(
             call, message, severity=severity, fixes=self._fixes(judgement), related=related
         )
@@ -252,7 +241,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
             return []
         fixes = [
             Fix(
-                "Seed numpy's global generator in each worker (worker_init_fn)",
+                plan.title("Seed numpy's global generator in each worker (worker_init_fn)"),
                 plan.applicability,
                 lambda: self._edits(plan, with_generator=False),
             )
@@ -260,7 +249,11 @@ class NumpyGlobalRngLegacyTorch(Rule):
         if any(lo.argument("generator") is None and not lo.has_splat for lo in plan.loaders):
             fixes.append(
                 Fix(
-                    "Seed numpy in each worker, and pass a seeded generator= for reproducible runs",
+                    unsafe_title(
+                        "Seed numpy in each worker, and pass a seeded generator= for "
+                        "reproducible runs",
+                        "fixes the shuffling order of every run",
+                    ),
                     Applicability.UNSAFE,
                     lambda: self._edits(plan, with_generator=True),
                 )
@@ -468,7 +461,7 @@ NumpyGlobalRngLegacyTorch.invalid = (
         config=OLD,
         line=7,
         severity=Severity.ERROR,
-        message_contains="all 4 workers draw the same numbers",
+        message_contains="draws the same numbers in all 4 DataLoader workers",
         fix_title="global generator in each worker",
         fixed="""\
 import numpy as np
@@ -555,14 +548,14 @@ dataloader = DataLoader(
         config={"torch-version": "1.7"},
         line=9,
         severity=Severity.ERROR,
-        message_contains="`npr.uniform` draws from numpy's global generator, which torch 1.7",
+        message_contains="`npr.uniform` draws the same numbers in both DataLoader workers on torch 1.7",
         note="aliases, through a helper method",
     ),
     Invalid(
         _SEED_004.replace("num_workers=4", "num_workers=args.workers"),
         config=OLD,
         severity=Severity.WARNING,
-        message_contains="num_workers=args.workers, which may be > 0 at run time",
+        message_contains="would draw the same numbers in every DataLoader worker",
     ),
     Invalid(
         _SEED_004.replace(
@@ -570,7 +563,7 @@ dataloader = DataLoader(
         ),
         config=OLD,
         severity=Severity.WARNING,
-        message_contains="no DataLoader visible in this file",
+        message_contains="no DataLoader visible here",
     ),
     Invalid(
         """\

@@ -19,10 +19,18 @@ from torchtrap.facts.datasets import (
     related_message,
     self_name,
     self_stores,
-    worker_count,
 )
 from torchtrap.facts.index import enclosing_function, enclosing_statement, parent
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Range,
+    Severity,
+    fix_title,
+    unsafe_title,
+)
 from torchtrap.fixes.edits import replace
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -45,10 +53,12 @@ CLASS_WORDS = ("cuda", "device", ".to(", "load(", "Tensor(")
 # Keywords of .to() that keep a pure device move a pure device move.
 MOVE_KEYWORDS = frozenset({"non_blocking", "copy"})
 
+# Details for related information (the message stays short).
 FORK = (
     'under fork a worker that touches it fails with "Cannot re-initialize CUDA in forked '
     'subprocess"'
 )
+FORK_IN_WORKER = 'under fork this fails with "Cannot re-initialize CUDA in forked subprocess"'
 SPAWN = (
     "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) it is "
     "shared through CUDA IPC, which is reported to leave it reading as zeros (pytorch #128497)"
@@ -271,36 +281,16 @@ class CudaTensorInDataset(Rule):
             if held
             else f"`{use.method}` puts data on the GPU ({use.how})"
         )
-        if exposure is Exposure.UNLINKED:
-            context = (
-                ", and a DataLoader with workers in this file may receive this dataset"
-                if held
-                else ", which runs in the workers of any DataLoader with workers that "
-                "receives this dataset (one in this file may)"
-            )
-        else:
-            n = worker_count(loaders)
-            the = "the DataLoader" if len(loaders) == 1 else "the DataLoaders"
-            if n is not None:
-                loader_text = f"{the} with num_workers={n}"
-            else:
-                runtime = next((lo for lo in loaders if lo.workers is not Workers.SOME), None)
-                loader_text = f"{the} ({(runtime or loaders[0]).describe_workers()})"
-            if held:
-                copies = "copies" if len(loaders) == 1 else "copy"
-                their = "its" if len(loaders) == 1 else "their"
-                workers = f"{their} worker" if n == 1 else f"{their} workers"
-                context = f", and {loader_text} {copies} the dataset into {workers}"
-            else:
-                context = f" inside the workers of {loader_text}"
+        may = "may " if exposure is Exposure.UNLINKED else ""
         if held:
-            message = f"{what}{context}: {FORK}; {SPAWN}"
+            message = f"{what} in a Dataset that DataLoader workers {may}copy"
+            notes = [FORK, SPAWN]
         else:
-            message = (
-                f'{what}{context}: under fork that fails with "Cannot re-initialize CUDA in '
-                f'forked subprocess"; {SPAWN_RETURN}'
-            )
+            runs = "may run" if may else "runs"
+            message = f"{what}, which {runs} inside DataLoader workers"
+            notes = [FORK_IN_WORKER, SPAWN_RETURN]
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        related += [self.ctx.related(use.call, note) for note in notes]
         return self.finding(
             use.call,
             message,
@@ -315,10 +305,15 @@ class CudaTensorInDataset(Rule):
             loaders = judgement.loaders
             if all(_can_set_no_workers(lo) for lo in loaders):
                 literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
+                applicability = Applicability.SAFE if literal_counts else Applicability.UNSAFE
                 fixes.append(
                     Fix(
-                        "Load in the main process (num_workers=0)",
-                        Applicability.SAFE if literal_counts else Applicability.UNSAFE,
+                        fix_title(
+                            "Load in the main process (num_workers=0)",
+                            applicability,
+                            "replaces a worker count set at run time",
+                        ),
+                        applicability,
                         lambda: [e for lo in loaders for e in _no_workers_edits(self, lo)],
                     )
                 )
@@ -326,7 +321,10 @@ class CudaTensorInDataset(Rule):
         if cpu is not None:
             fixes.append(
                 Fix(
-                    "Keep it on the CPU (move batches to the GPU in the training loop)",
+                    unsafe_title(
+                        "Keep it on the CPU (move batches to the GPU in the training loop)",
+                        "code that expects it on the GPU must change too",
+                    ),
                     Applicability.UNSAFE,
                     lambda: cpu,
                 )
@@ -672,10 +670,7 @@ CudaTensorInDataset.invalid = (
         _SEED_000,
         line=10,
         severity=Severity.ERROR,
-        message_contains=(
-            "`self.tensor` is put on the GPU (`.cuda()`), and the DataLoader with "
-            "num_workers=1 copies the dataset into its worker"
-        ),
+        message_contains="`self.tensor` is put on the GPU (`.cuda()`) in a Dataset that",
         fix_title="num_workers=0",
         fixed=_SEED_000.replace("num_workers=1", "num_workers=0"),
     ),
@@ -688,7 +683,7 @@ CudaTensorInDataset.invalid = (
         _GETITEM.format(move='.to("cuda")'),
         line=13,
         severity=Severity.ERROR,
-        message_contains='`__getitem__` puts data on the GPU (`.to("cuda")`) inside the',
+        message_contains='`__getitem__` puts data on the GPU (`.to("cuda")`), which runs inside',
         fix_title="Keep it on the CPU",
         fixed=_GETITEM.format(move=""),
     ),
@@ -762,7 +757,7 @@ CudaTensorInDataset.invalid = (
         """,
         line=8,
         severity=Severity.WARNING,
-        message_contains="num_workers=args.workers, which may be > 0 at run time",
+        message_contains="`self.mask` is put on the GPU",
         fix_title="Keep it on the CPU",
         fixed="""\
         from torch import zeros
@@ -855,7 +850,7 @@ CudaTensorInDataset.invalid = (
         ),
         line=10,
         severity=Severity.WARNING,
-        message_contains="may receive this dataset",
+        message_contains="DataLoader workers may copy",
         note="a DataLoader with workers gets an untraced dataset",
     ),
     Invalid(

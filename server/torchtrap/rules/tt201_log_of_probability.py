@@ -7,7 +7,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from torchtrap.facts.tensors import TensorFacts, words
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range
+from torchtrap.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Position,
+    Range,
+    line_text,
+    unsafe_title,
+)
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -18,6 +27,8 @@ from torchtrap.rules.base import Invalid, Rule, Valid
 # float16 (log -inf); torch.finfo(dtype).tiny leaves a gradient of 8.5e37
 # in float32 that overflows after a factor of 4.
 CLAMP_MIN = "1e-4"
+# Measured in float32 (tests/test_numerics_facts.py); shown as related information.
+SOFTMAX_MEASURED = "logits [0, 120] with target 0: loss inf, gradient NaN; log_softmax gives 120.0"
 
 SOFTMAX_FUNCTIONS = {
     "torch.softmax": "torch.log_softmax",
@@ -239,37 +250,35 @@ class LogOfProbability(Rule):
     ) -> Finding:
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} output"
+        line_refs = []
         if prob.via is not None:
-            what += f" from line {prob.call.lineno} (via `{prob.via}`)"
-        rewrite = self._rewrite_fix(call, arg, base, method_form, prob)
-        if rewrite is not None:
-            fix, hint = rewrite
-        else:
+            what += f" from {line_text(prob.call.lineno)} (via `{prob.via}`)"
+            line_refs.append(prob.call.lineno)
+        fix = self._rewrite_fix(call, arg, base, method_form, prob)
+        if fix is None:
             fix = self._clamp_fix(call, arg, method_form)
-            hint = "clamp it first"
-        message = f"{log_text} of {what}: {self._consequence(prob)}; {hint}"
+        message = f"{log_text} of {what}: {self._consequence(prob)}"
         related = []
         if not prob.direct and prob.call.lineno != call.lineno:
             related.append(self.ctx.related(prob.call, f"the {prob.kind} is computed here"))
-        return self.finding(call, message, fixes=[fix], related=related)
+        if prob.kind == "softmax" and not prob.complement:
+            related.append(self.ctx.related(call, SOFTMAX_MEASURED))
+        return self.finding(call, message, fixes=[fix], related=related, line_refs=line_refs)
 
     @staticmethod
     def _consequence(prob: Probability) -> str:
-        then = "so the log is -inf and the gradient NaN"
+        then = "-inf and a NaN gradient"
         if prob.kind == "sigmoid" and prob.complement:
-            return f"1 - sigmoid(x) is exactly 0 for x > 16.6 (float32), {then}"
+            return f"{then} for x > 16.6 (float32)"
         if prob.kind == "sigmoid":
-            return f"sigmoid(x) is exactly 0 for x < -88.7 (float32), {then}"
+            return f"{then} for x < -88.7 (float32)"
         if prob.complement:
-            return f"1 - p is exactly 0 once one class takes all the mass, {then}"
-        return (
-            "a probability that underflows to 0 gives -inf and a NaN gradient "
-            "(logits [0, 120]: loss inf, gradient NaN; log_softmax gives 120.0)"
-        )
+            return f"{then} once one class takes all the mass"
+        return f"{then} when a probability underflows to 0"
 
     def _rewrite_fix(
         self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
-    ) -> tuple[Fix, str] | None:
+    ) -> Fix | None:
         if not prob.direct or prob.module or base != "log":
             return None
         if prob.kind == "softmax" and not prob.complement:
@@ -280,7 +289,7 @@ class LogOfProbability(Rule):
 
     def _log_softmax_fix(
         self, call: ast.Call, arg: ast.expr, method_form: bool, softmax: ast.Call
-    ) -> tuple[Fix, str] | None:
+    ) -> Fix | None:
         func = softmax.func
         if any(isinstance(a, ast.Starred) for a in softmax.args) or any(
             kw.arg is None for kw in softmax.keywords
@@ -299,26 +308,23 @@ class LogOfProbability(Rule):
                 func.end_lineno or func.lineno, (func.end_col_offset or 0) - len("softmax")
             )
             rename = edits.insert_at(attr_start, "log_")
-            new_name = "log_softmax"
         elif isinstance(func, ast.Name) and qualname is not None:
             spelled = self._spell(SOFTMAX_FUNCTIONS[qualname])
             if spelled is None:
                 return None
             rename = edits.replace(source, func, spelled)
-            new_name = spelled
         else:
             return None
         unwrap = self._unwrap_edits(call, arg, method_form)
         if unwrap is None or self._drops_comment(unwrap):
             return None
-        fix = Fix(
+        return Fix(
             "Use `log_softmax` instead of log(softmax)",
             Applicability.SAFE,
             build=lambda: [*unwrap, rename],
         )
-        return fix, f"use `{new_name}`"
 
-    def _logsigmoid_fix(self, call: ast.Call, prob: Probability) -> tuple[Fix, str] | None:
+    def _logsigmoid_fix(self, call: ast.Call, prob: Probability) -> Fix | None:
         sigmoid = prob.call
         if (
             isinstance(sigmoid.func, ast.Attribute)
@@ -347,8 +353,7 @@ class LogOfProbability(Rule):
             if prob.complement
             else ("Use `F.logsigmoid` instead of log(sigmoid)")
         )
-        fix = Fix(title, Applicability.SAFE, build=lambda: [edits.replace(source, call, new_text)])
-        return fix, f"use `{new_text}`" if len(new_text) <= 40 else "use `F.logsigmoid`"
+        return Fix(title, Applicability.SAFE, build=lambda: [edits.replace(source, call, new_text)])
 
     def _clamp_fix(self, call: ast.Call, arg: ast.expr, method_form: bool) -> Fix:
         source = self.ctx.source
@@ -366,7 +371,10 @@ class LogOfProbability(Rule):
             return [edits.insert_at(rng.start, "("), edits.insert_at(rng.end, ")" + clamp)]
 
         return Fix(
-            f"Clamp the probabilities before the log (`{clamp[1:]}`)",
+            unsafe_title(
+                f"Clamp the probabilities before the log (`{clamp[1:]}`)",
+                f"changes the loss where a probability is below {CLAMP_MIN}",
+            ),
             Applicability.UNSAFE,
             build=build,
         )
@@ -593,7 +601,7 @@ class LogOfProbability(Rule):
                 return -torch.log(torch.softmax(x, -1))[0, target]
             """,
             line=5,
-            message_contains="log_softmax gives 120.0",
+            message_contains="when a probability underflows to 0",
             fixed="""
             import torch
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope
 from torchtrap.facts.tensors import Kind, TensorFacts, words
-from torchtrap.findings import Applicability, Edit, Finding, Fix
+from torchtrap.findings import Applicability, Edit, Finding, Fix, fix_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -209,16 +209,13 @@ class DiscardedOutOfPlaceResult(Rule):
     def _method_finding(self, stmt: ast.Expr, call: ast.Call, func: ast.Attribute) -> Finding:
         name, receiver = func.attr, func.value
         shown = self._display(receiver)
-        copy = "a new tensor"
+        message = f"`.{name}()` returns a new tensor that is thrown away"
+        if shown is not None:
+            message += f": `{shown}` is unchanged"
+        related = []
         if name in MODULE_SHARED:
-            copy = "a new tensor (only an nn.Module converts itself in place)"
-        if shown is None:
-            message = f"`.{name}()` returns {copy}, and this statement throws it away"
-        else:
-            message = (
-                f"`{shown}.{name}()` returns {copy}, and this statement throws it away: "
-                f"`{shown}` is unchanged"
-            )
+            note = f"only an nn.Module converts itself in place; a tensor's `.{name}()` is a copy"
+            related.append(self.ctx.related(call, note))
         fixes: list[Fix] = []
         assign = self._assign_back(stmt, receiver, name)
         if assign is not None:
@@ -227,30 +224,24 @@ class DiscardedOutOfPlaceResult(Rule):
             end = self.ctx.source.position(func.end_lineno or func.lineno, func.end_col_offset or 0)
             fixes.append(
                 Fix(
-                    f"Use the in-place `{name}_()`",
+                    unsafe_title(
+                        f"Use the in-place `{name}_()`",
+                        "breaks backward if autograd saved the tensor",
+                    ),
                     Applicability.UNSAFE,
                     build=lambda: [edits.insert_at(end, "_")],
                 )
             )
-        hints = ["assign it back"] if assign else []
-        if len(fixes) > len(hints):
-            hints.append(f"use `{name}_()`")
-        if hints:
-            message += "; " + " or ".join(hints)
-        return self.finding(call, message, fixes=fixes)
+        return self.finding(call, message, fixes=fixes, related=related)
 
     def _function_finding(self, stmt: ast.Expr, call: ast.Call, name: str) -> Finding:
         target = call.args[0]
         shown = self._display(target) if not isinstance(target, ast.Starred) else None
-        message = f"`torch.{name}()` returns a new tensor, and this statement throws it away"
+        message = f"`torch.{name}()` returns a new tensor that is thrown away"
         if shown is not None:
             message += f": `{shown}` is unchanged"
-        fixes: list[Fix] = []
         assign = self._assign_back(stmt, target, name)
-        if assign is not None:
-            fixes.append(assign)
-            message += "; assign it back"
-        return self.finding(call, message, fixes=fixes)
+        return self.finding(call, message, fixes=[assign] if assign is not None else [])
 
     def _display(self, node: ast.expr) -> str | None:
         if not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -291,7 +282,12 @@ class DiscardedOutOfPlaceResult(Rule):
             return out
 
         what = "the sorted values" if suffix else "the result"
-        return Fix(f"Assign {what} back to `{text}`", applicability, build=build)
+        title = fix_title(
+            f"Assign {what} back to `{text}`",
+            applicability,
+            "raises if the attribute is an nn.Parameter",
+        )
+        return Fix(title, applicability, build=build)
 
     def _is_parameter(self, target: ast.Attribute, stmt: ast.stmt) -> bool:
         """``module.weight`` / ``self.w = nn.Parameter(...)``: an nn.Parameter."""
@@ -592,7 +588,7 @@ class DiscardedOutOfPlaceResult(Rule):
                 x.to(device, non_blocking=True)
                 return x
             """,
-            message_contains="only an nn.Module converts itself in place",
+            message_contains="`x` is unchanged",
             fix_title="Assign",
             fixed="""
             import torch
