@@ -100,7 +100,7 @@ def test_tt103_example_is_flagged_and_fixed_without_cuda(tmp_path: Path) -> None
     notes = [r.message for r in findings[0].related]
     assert any("Cannot re-initialize CUDA in forked subprocess" in note for note in notes)
     assert any("CUDA IPC" in note for note in notes)
-    assert [r.range.start.line for r in findings[0].related] == [42]
+    assert [r.range.start.line for r in findings[0].related] == [42, 26, 26]
 
     result = _run(example)
     if torch.cuda.is_available():
