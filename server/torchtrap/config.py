@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "exclude",
     "extend-exclude",
     "torch-version",
+    "unsafe-fixes",
 }
 
 DEFAULT_EXCLUDE = (
@@ -54,6 +55,7 @@ class Config:
     severity: tuple[tuple[str, Severity], ...] = ()
     exclude: tuple[str, ...] = ()
     torch_version: str | None = None
+    unsafe_fixes: bool = False  # fix-all / --fix apply unsafe fixes too (as ruff's)
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -105,9 +107,12 @@ class Config:
         ignore: Iterable[str] | None = None,
         severity: Mapping[str, str | Severity] | None = None,
         torch_version: str | None = None,
+        unsafe_fixes: bool | None = None,
     ) -> Config:
         """This config with a front end's overrides on top."""
         new = self
+        if unsafe_fixes is not None:
+            new = replace(new, unsafe_fixes=unsafe_fixes)
         if select is not None:
             new = replace(new, select=_codes(select))
         if extend_select:
@@ -204,6 +209,11 @@ def from_table(
         warnings.append(f'{where}torch-version must be a string like "2.3"; ignored')
         torch_version = None
 
+    unsafe_fixes = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe_fixes, bool):
+        warnings.append(f"{where}unsafe-fixes must be true or false; ignored")
+        unsafe_fixes = False
+
     return Config(
         select=select,
         ignore=_codes(str_list("ignore")),
@@ -211,6 +221,7 @@ def from_table(
         severity=tuple(severity),
         exclude=str_list("exclude") + str_list("extend-exclude"),
         torch_version=torch_version,
+        unsafe_fixes=unsafe_fixes,
         root=root,
         source=source,
         warnings=tuple(warnings),

@@ -11,7 +11,7 @@ import ast
 import time
 from collections.abc import Iterable
 
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.rules.base import Rule
 
 
@@ -69,7 +69,11 @@ class FakeDanger(Rule):
                 "danger() is dangerous",
                 fixes=[
                     Fix("Replace `danger` with `safe`", Applicability.SAFE, rename),
-                    Fix("Delete the call", Applicability.UNSAFE, delete),
+                    Fix(
+                        unsafe_title("Delete the call", "drops what it computes"),
+                        Applicability.UNSAFE,
+                        delete,
+                    ),
                 ],
                 related=related,
             )

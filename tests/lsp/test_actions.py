@@ -23,7 +23,7 @@ async def test_actions_are_listed_without_edits_and_resolved(root: Path) -> None
         titles = [a.title for a in actions]
         assert titles == [
             "TorchTrap (TT901): Replace `danger` with `safe`",
-            "TorchTrap (TT901): Delete the call",
+            "TorchTrap (TT901): Delete the call (unsafe: drops what it computes)",
             "Ignore TT901 on this line",
         ]
         assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
@@ -103,10 +103,58 @@ async def test_fix_all_command(root: Path) -> None:
         uri = h.open("a.py", "danger(1)\ndanger(2)\n")
         await h.diagnostics(uri, 1)
         result = await h.command("torchtrap.fixAll", uri)
-        assert result == {"applied": True, "fixes": 2}
+        assert result == {"applied": True, "fixes": 2, "skipped": 0, "message": "Fixed 2 findings"}
         version = h.apply_workspace_edit(h.applied_edits[-1])
         assert h.texts[uri] == "safe(1)\nsafe(2)\n"
         assert await h.diagnostics(uri, version) == []
+        # Now clean: Fix All says so instead of nothing.
+        assert await h.command("torchtrap.fixAll", uri) == {
+            "applied": False,
+            "fixes": 0,
+            "skipped": 0,
+            "message": "Nothing to fix",
+        }
+
+
+# A TT202 finding whose only fix is unsafe (the in-place twin), and a safe TT901.
+UNSAFE_ONLY = "import torch\n\n\ndef f(scores, mask):\n    scores.masked_fill(mask, 0)\n    danger(1)\n"
+
+
+async def test_fix_all_skips_unsafe_fixes_and_says_so(root: Path) -> None:
+    async with session(root) as h:
+        uri = h.open("a.py", UNSAFE_ONLY)
+        assert len(await h.diagnostics(uri, 1)) == 2
+        actions = await h.code_actions(uri, 4, only=["quickfix"])
+        unsafe = [a for a in actions if "(unsafe: " in a.title]
+        assert unsafe and all(not a.is_preferred for a in unsafe)
+        result = await h.command("torchtrap.fixAll", uri)
+        assert result["message"] == "Fixed 1 finding (1 unsafe fix skipped)"
+        assert (result["fixes"], result["skipped"]) == (1, 1)
+        h.apply_workspace_edit(h.applied_edits[-1])
+        assert "    scores.masked_fill(mask, 0)\n    safe(1)\n" in h.texts[uri]
+        # On save (only=fixAll), the edit holds the safe fix alone as well.
+        uri2 = h.open("b.py", UNSAFE_ONLY)
+        await h.diagnostics(uri2, 1)
+        (action,) = await h.code_actions(uri2, 0, only=["source.fixAll.torchtrap"])
+        assert action.title == "TorchTrap: fix all safe fixes" and action.edit is not None
+        h.apply_workspace_edit(action.edit)
+        assert "masked_fill(" in h.texts[uri2] and "safe(1)" in h.texts[uri2]
+
+
+@pytest.mark.parametrize("where", ["settings", "pyproject"])
+async def test_unsafe_fixes_setting_lets_fix_all_apply_them(root: Path, where: str) -> None:
+    settings = {"unsafeFixes": True} if where == "settings" else {}
+    if where == "pyproject":
+        (root / "pyproject.toml").write_text("[tool.torchtrap]\nunsafe-fixes = true\n")
+    async with session(root, settings=settings) as h:
+        uri = h.open("a.py", UNSAFE_ONLY)
+        await h.diagnostics(uri, 1)
+        (action,) = await h.code_actions(uri, 0, only=["source.fixAll.torchtrap"])
+        assert action.title == "TorchTrap: fix all, unsafe fixes included"
+        result = await h.command("torchtrap.fixAll", uri)
+        assert result["message"] == "Fixed 2 findings"
+        h.apply_workspace_edit(h.applied_edits[-1])
+        assert "scores.masked_fill_(mask, 0)" in h.texts[uri] and "safe(1)" in h.texts[uri]
 
 
 async def test_apply_fix_command_without_resolve_support(root: Path) -> None:

@@ -26,8 +26,11 @@ async def test_hover(root: Path) -> None:
         assert isinstance(on_finding.contents, types.MarkupContent)
         assert on_finding.contents.kind == types.MarkupKind.Markdown
         value = on_finding.contents.value
-        assert "danger() is dangerous" in value
-        assert "# TT901 `fake-danger`" in value and "## Why is this bad?" in value
+        assert "danger() is dangerous" not in value  # the editor shows the diagnostic
+        assert "**TT901** `fake-danger`: It is dangerous." in value
+        assert "## Why is this bad?" not in value  # the full doc is one click away
+        assert "Fixes: Replace `danger` with `safe`; Delete the call (unsafe:" in value
+        assert "[TT901 documentation](" in value and "TT901.md)" in value
         assert on_finding.range == types.Range(types.Position(1, 0), types.Position(1, 9))
 
         assert await h.hover(uri, 0, 1) is None  # no finding there
@@ -35,7 +38,7 @@ async def test_hover(root: Path) -> None:
         column = text.splitlines()[2].index("TT901") + 2
         in_comment = await h.hover(uri, 2, column)
         assert in_comment is not None and isinstance(in_comment.contents, types.MarkupContent)
-        assert "# TT901 `fake-danger`" in in_comment.contents.value
+        assert "**TT901** `fake-danger`" in in_comment.contents.value
         start = text.splitlines()[2].index("TT901")
         assert in_comment.range == types.Range(
             types.Position(2, start), types.Position(2, start + 5)

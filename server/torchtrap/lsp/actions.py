@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsprotocol import types
 
-from torchtrap.engine import fix_source
+from torchtrap.engine import fix_source, lint
 from torchtrap.findings import Finding, Fix
 from torchtrap.lsp.diagnostics import to_diagnostic
 from torchtrap.lsp.positions import line_starts, to_client_character, to_lsp_range
 from torchtrap.lsp.settings import Settings
 from torchtrap.lsp.workspace import LintResult
-from torchtrap.notebook import fix_cells
+from torchtrap.notebook import fix_cells, lint_cells
 from torchtrap.source import SourceText
 from torchtrap.suppressions import ignore_edit
 
@@ -173,28 +173,63 @@ def find_by_line(result: LintResult, uri: str, code: str, line: int, encoding: s
     return None
 
 
-def fix_all_edit(
-    result: LintResult, encoding: str, document_changes: bool
-) -> tuple[types.WorkspaceEdit | None, int]:
-    """Every safe fix, in one edit (runs in a worker thread; builds edits)."""
+class FixAll(NamedTuple):
+    edit: types.WorkspaceEdit | None
+    fixed: int  # fixes applied
+    skipped: int  # findings left with only unsafe fixes (unsafe-fixes is off)
+
+    def message(self) -> str:
+        """What Fix All did, for the user: "Fixed 2 findings (1 unsafe fix skipped)"."""
+        head = f"Fixed {_count(self.fixed, 'finding')}" if self.fixed else "Nothing to fix"
+        if self.skipped:
+            head += f" ({_count(self.skipped, 'unsafe fix', 'unsafe fixes')} skipped)"
+        return head
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def fixable(result: LintResult) -> bool:
+    """Whether Fix All has anything to apply (unsafe fixes only when the
+    config's ``unsafe-fixes`` is on)."""
+    unsafe = result.config.unsafe_fixes
+    return not result.excluded and any(
+        fix.is_safe or unsafe for finding in result.findings for fix in finding.fixes
+    )
+
+
+def fix_all_edit(result: LintResult, encoding: str, document_changes: bool) -> FixAll:
+    """Every safe fix (and unsafe one, with ``unsafe-fixes``), in one edit
+    (runs in a worker thread; builds edits and re-lints)."""
     snapshot = result.snapshot
-    if result.excluded or not any(f.is_safe for x in result.findings for f in x.fixes):
-        return None, 0
+    unsafe = result.config.unsafe_fixes
+    if result.excluded:
+        return FixAll(None, 0, 0)
+    if not fixable(result):
+        return FixAll(None, 0, _unsafe_only(result.findings))
     per_uri: dict[str, list[types.TextEdit]] = {}
     if snapshot.notebook:
         cells = [d.text for d in snapshot.docs]
-        new_cells, count = fix_cells(cells, snapshot.lint_path, result.config)
+        new_cells, count = fix_cells(cells, snapshot.lint_path, result.config, unsafe=unsafe)
         for doc, old, new in zip(snapshot.docs, cells, new_cells, strict=True):
             if old != new:
                 per_uri[doc.uri] = [minimal_edit(old, new, result.lines[doc.uri], encoding)]
+        left = lint_cells(new_cells, snapshot.lint_path, result.config).findings
     else:
         doc = snapshot.docs[0]
-        new_text, count = fix_source(doc.text, snapshot.lint_path, result.config)
+        new_text, count = fix_source(doc.text, snapshot.lint_path, result.config, unsafe=unsafe)
         if new_text != doc.text:
             per_uri[doc.uri] = [minimal_edit(doc.text, new_text, result.lines[doc.uri], encoding)]
+        left = lint(new_text, snapshot.lint_path, result.config)
+    skipped = 0 if unsafe else _unsafe_only(left)
     if not per_uri:
-        return None, 0
-    return workspace_edit(result, per_uri, document_changes), count
+        return FixAll(None, 0, skipped)
+    return FixAll(workspace_edit(result, per_uri, document_changes), count, skipped)
+
+
+def _unsafe_only(findings: Sequence[Finding]) -> int:
+    return sum(1 for f in findings if f.fixes and not any(fix.is_safe for fix in f.fixes))
 
 
 def minimal_edit(old: str, new: str, lines: Sequence[str], encoding: str) -> types.TextEdit:

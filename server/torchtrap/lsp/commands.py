@@ -148,7 +148,11 @@ async def _apply(ls: TorchTrapServer, edit: types.WorkspaceEdit, label: str) -> 
 
 
 async def fix_all(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
-    """``[uri]``: apply every safe fix of the document (or notebook)."""
+    """``[uri]``: apply every safe fix of the document (or notebook), and
+    the unsafe ones too with ``unsafe-fixes`` -> ``{applied, fixes, skipped,
+    message}``: ``fixes`` applied, ``skipped`` findings left with only unsafe
+    fixes, and ``message`` for the user ("Fixed 2 findings (1 unsafe fix
+    skipped)", "Nothing to fix")."""
     uri = args[0] if args else None
     if isinstance(uri, Mapping):
         uri = uri.get("uri")
@@ -159,13 +163,20 @@ async def fix_all(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     if result is None:
         raise failed(f"{uri} is not open in the TorchTrap server")
     loop = asyncio.get_running_loop()
-    edit, count = await loop.run_in_executor(
+    outcome = await loop.run_in_executor(
         ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
     )
-    if edit is None:
-        return {"applied": False, "fixes": 0}
-    applied = await _apply(ls, edit, "TorchTrap: fix all")
-    return {"applied": applied, "fixes": count if applied else 0}
+    applied = outcome.edit is not None and await _apply(ls, outcome.edit, "TorchTrap: fix all")
+    if outcome.edit is not None and not applied:
+        message = "The editor did not apply the fixes"
+        return {"applied": False, "fixes": 0, "skipped": outcome.skipped, "message": message}
+    fixes = outcome.fixed if applied else 0
+    return {
+        "applied": applied,
+        "fixes": fixes,
+        "skipped": outcome.skipped,
+        "message": outcome._replace(fixed=fixes).message(),
+    }
 
 
 def _fix_arguments(args: tuple[Any, ...]) -> tuple[str, int | None, str, int, int]:

@@ -202,23 +202,25 @@ def register(server: TorchTrapServer) -> None:
                 resolve=ls.resolve_support,
                 document_changes=ls.document_changes,
             )
-        if _wants(only, actions.FIX_ALL_KIND) and any(
-            fix.is_safe for finding in result.findings for fix in finding.fixes
-        ):
+        if _wants(only, actions.FIX_ALL_KIND) and actions.fixable(result):
             action = types.CodeAction(
-                title="TorchTrap: fix all safe fixes",
+                title=(
+                    "TorchTrap: fix all, unsafe fixes included"
+                    if result.config.unsafe_fixes
+                    else "TorchTrap: fix all safe fixes"
+                ),
                 kind=actions.FIX_ALL_KIND,
                 data={"key": key, "version": result.version, "fixAll": True},
             )
             if only or not ls.resolve_support:
                 # Asked for explicitly (e.g. editor.codeActionsOnSave): build now.
                 loop = asyncio.get_running_loop()
-                edit, _ = await loop.run_in_executor(
+                edit = await loop.run_in_executor(
                     ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
                 )
-                if edit is None:
+                if edit.edit is None:
                     return out or None
-                action.edit, action.data = edit, None
+                action.edit, action.data = edit.edit, None
             out.append(action)
         return out or None
 
@@ -234,9 +236,10 @@ def register(server: TorchTrapServer) -> None:
             return action  # the document moved on: the client re-requests actions
         loop = asyncio.get_running_loop()
         if data.get("fixAll"):
-            edit, _ = await loop.run_in_executor(
+            outcome = await loop.run_in_executor(
                 ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
             )
+            edit = outcome.edit
         else:
             found = actions.lookup(result, data)
             if found is None:

@@ -1,9 +1,14 @@
-"""Hover: a rule's docs on a finding's range, and on a rule code written in
-a suppression comment (``# torchtrap: ignore[TT101]``, ``# noqa: TT101``)."""
+"""Hover: a few lines about a rule on a finding's range, and on a rule code
+written in a suppression comment (``# torchtrap: ignore[TT101]``,
+``# noqa: TT101``). The editor already shows the diagnostic's message, so
+the hover does not repeat it: the rule's one-sentence why, its measured
+fact, the fixes on offer and a link to the full doc (which Explain Rule
+also shows). Built from rule metadata, so a new rule gets it for free."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from lsprotocol import types
 
@@ -17,11 +22,17 @@ from torchtrap.suppressions import COMMENT_RE
 _CODE_RE = re.compile(r"[A-Za-z]+[0-9]+")
 
 
-def rule_markdown(code: str, settings: Settings) -> str | None:
+def rule_markdown(code: str, settings: Settings, fixes: Sequence[str] = ()) -> str | None:
     rule = get_rule(code)
     if rule is None:
         return None
-    return f"{rule.markdown().rstrip()}\n\n[Rule documentation]({settings.docs_url(rule.code)})"
+    parts = [f"**{rule.code}** `{rule.name}`: {rule.why()}"]
+    if rule.fact:
+        parts.append(rule.fact)
+    if fixes:
+        parts.append("Fixes: " + "; ".join(fixes))
+    parts.append(f"[{rule.code} documentation]({settings.docs_url(rule.code)})")
+    return "\n\n".join(parts)
 
 
 def code_in_comment(line: str, column: int) -> tuple[str, int, int] | None:
@@ -62,19 +73,16 @@ def hover(
     here = result.to_unit(uri, Position(position.line + 1, column))
     if here is None:
         return None
-    parts: list[str] = []
     hit: Range | None = None
-    seen: set[str] = set()
+    fixes: dict[str, list[str]] = {}  # code -> fix titles, in order
     for finding in result.findings:
         if finding.is_syntax_error or not finding.range.start <= here <= finding.range.end:
             continue
         hit = hit or finding.range
-        parts.append(f"**TorchTrap {finding.code}**: {finding.message}")
-        if finding.code not in seen:
-            seen.add(finding.code)
-            docs = rule_markdown(finding.code, settings)
-            if docs:
-                parts.append(docs)
+        titles = fixes.setdefault(finding.code, [])
+        titles += [f.title for f in finding.fixes if f.title not in titles]
+    parts = [rule_markdown(code, settings, titles) or "" for code, titles in fixes.items()]
+    parts = [part for part in parts if part]
     if not parts or hit is None:
         return None
     located = result.locate(hit)

@@ -47,6 +47,7 @@ class Settings:
     torch_version: str | None = None
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     docs_base_url: str = DEFAULT_DOCS_BASE_URL
+    unsafe_fixes: bool | None = None  # None: pyproject's unsafe-fixes decides
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -79,6 +80,7 @@ class Settings:
             ignore=self.ignore,
             severity=dict(self.severity),
             torch_version=self.torch_version,
+            unsafe_fixes=self.unsafe_fixes,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -93,6 +95,7 @@ class Settings:
             "torchVersion": self.torch_version,
             "debounceMs": self.debounce_ms,
             "docsBaseUrl": self.docs_base_url,
+            "unsafeFixes": self.unsafe_fixes,
         }
 
 
@@ -157,6 +160,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
     debounce = raw.get("debounceMs")
     if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
         values["debounce_ms"] = int(debounce)
+    if "unsafeFixes" in raw:
+        unsafe = raw["unsafeFixes"]
+        if isinstance(unsafe, bool) or unsafe is None:
+            values["unsafe_fixes"] = unsafe
+        else:
+            problems.append("torchtrap.unsafeFixes must be true, false or null")
     docs = raw.get("docsBaseUrl")
     if isinstance(docs, str) and docs.strip():
         values["docs_base_url"] = docs.strip()

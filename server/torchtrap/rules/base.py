@@ -92,6 +92,9 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]  # one line, for tables and quick picks
+    # One measured fact, for the hover (with the first sentence of "Why is
+    # this bad?"); empty: the hover shows the why alone.
+    fact: ClassVar[str] = ""
     default_severity: ClassVar[Severity] = Severity.WARNING
     # The rule is skipped for a file whose text contains none of these.
     requires_text: ClassVar[tuple[str, ...]] = ()
@@ -139,6 +142,14 @@ class Rule:
     def docs_section(cls, title: str) -> str:
         match = re.search(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", cls.docs(), re.S | re.M)
         return match.group(1).strip() if match else ""
+
+    @classmethod
+    def why(cls) -> str:
+        """The first sentence of "Why is this bad?", on one line."""
+        paragraph = cls.docs_section("Why is this bad?").split("\n\n")[0]
+        text = " ".join(paragraph.split())
+        match = re.match(r"(.+?[.!?])(?=\s+[A-Z`*(\"]|$)", text)
+        return match.group(1) if match else text
 
     @classmethod
     def markdown(cls) -> str:

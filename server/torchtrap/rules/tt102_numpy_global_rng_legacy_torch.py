@@ -69,11 +69,11 @@ class NumpyGlobalRngLegacyTorch(Rule):
     dataset calls `np.random.seed(...)` itself in the worker.
 
     ## Why is this bad?
-    Before torch 1.9 a DataLoader worker seeded `random` and `torch` but not
-    numpy: with the fork start method (the Linux default) every worker
-    inherits the parent's numpy state and draws the same numbers, so with 4
-    workers each random augmentation is repeated 4 times per round of
-    batches. Torch 1.9 added numpy seeding to workers (#56488), so on newer
+    Before torch 1.9 DataLoader workers did not seed numpy's global
+    generator: under fork (the Linux default) every worker inherits the
+    parent's numpy state and draws the same numbers. With 4 workers each
+    random augmentation is repeated 4 times per round of batches (workers
+    seeded `random` and `torch`, but not numpy). Torch 1.9 added numpy seeding to workers (#56488), so on newer
     torch the same code is fine (measured on torch 2.13: distinct across
     workers, new each epoch).
 
@@ -107,7 +107,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §1 (RNG streams in DataLoader workers)
+    - [PyTorch FAQ: my data loader workers return identical random numbers](https://pytorch.org/docs/stable/notes/faq.html#my-data-loader-workers-return-identical-random-numbers)
     - [PyTorch 1.9 release notes: Add Numpy seeding to worker of DataLoader (#56488)](https://github.com/pytorch/pytorch/pull/56488)
     - [Reproducibility: DataLoader](https://pytorch.org/docs/stable/notes/randomness.html#dataloader)
     """
@@ -115,6 +115,10 @@ class NumpyGlobalRngLegacyTorch(Rule):
     code = "TT102"
     name = "numpy-global-rng-legacy-torch"
     summary = "Global np.random in a Dataset draws the same numbers in every worker on torch < 1.9"
+    fact = (
+        "Torch 1.9 added numpy seeding to workers (pytorch #56488); measured on torch "
+        "2.13, draws differ across workers and epochs."
+    )
     default_severity = Severity.ERROR
     requires_text = ("random",)
 

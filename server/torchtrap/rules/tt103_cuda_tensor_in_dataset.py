@@ -107,6 +107,9 @@ class CudaTensorInDataset(Rule):
     (the training loop).
 
     ## Why is this bad?
+    A Dataset's CUDA tensors break in DataLoader workers: under fork a
+    worker that touches one raises an error, and under spawn/forkserver they
+    are shared through CUDA IPC, which is reported to turn them into zeros.
     DataLoader workers get the dataset by fork (Linux up to Python 3.13) or
     by pickling (spawn/forkserver: Windows, macOS, and Linux from Python
     3.14). Under fork, CUDA cannot be used in the child: touching a CUDA
@@ -156,7 +159,7 @@ class CudaTensorInDataset(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §2 (CUDA tensors and DataLoader workers)
+    - [torch.multiprocessing: sharing CUDA tensors](https://pytorch.org/docs/stable/multiprocessing.html#sharing-cuda-tensors)
     - CUDA variables in a dataset read as 0 after the DataLoader starts:
       [pytorch #128497](https://github.com/pytorch/pytorch/issues/128497)
     - THPStorage_shareCuda zeroes CUDA tensor:
@@ -167,6 +170,10 @@ class CudaTensorInDataset(Rule):
     code = "TT103"
     name = "cuda-tensor-in-dataset"
     summary = "A Dataset with CUDA tensors is copied into DataLoader workers"
+    fact = (
+        "Under fork a worker touching a CUDA tensor raises \"Cannot re-initialize CUDA in "
+        "forked subprocess\"; pytorch #128497 and #156618 report zeros under spawn."
+    )
     default_severity = Severity.ERROR
     requires_text = ("cuda",)
 

@@ -97,13 +97,13 @@ class DiscardedOutOfPlaceResult(Rule):
     an operation fails), and in `test*`/benchmark/warm-up functions.
 
     ## Why is this bad?
-    These operations return a new tensor and leave their input unchanged:
-    `x.clamp(min=1e-4)` as a statement leaves `x = [0, -1, 0.5]` as it was.
-    Only the `_` twin (`clamp_`) or `x = x.clamp(...)` changes `x`. For
+    These operations return a new tensor and leave their input unchanged, so
+    the code after a discarded result runs on the old values: a focal loss
+    that clamps `prob` this way still takes the log of zeros.
+    `x.clamp(min=1e-4)` as a statement leaves `x = [0, -1, 0.5]` as it was;
+    only the `_` twin (`clamp_`) or `x = x.clamp(...)` changes `x`. For
     tensors, `x.to(device)`, `x.cuda()` and `x.float()` return copies too,
-    unlike `nn.Module`, which converts itself. The code after it runs on the
-    old values: seed 003's focal loss clamps `prob` this way and still takes
-    the log of zeros.
+    unlike `nn.Module`, which converts itself.
 
     Fixes: assign the result back (`x = x.clamp(...)`; safe when the receiver
     is a local name used afterwards, or `.data`/`.grad`), or use the in-place
@@ -125,7 +125,7 @@ class DiscardedOutOfPlaceResult(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (`x.clamp(...)` as a statement leaves `x` unchanged)
+    - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
     - https://pytorch.org/docs/stable/tensor_view.html
     - https://pytorch.org/docs/stable/generated/torch.Tensor.clamp_.html
     """
@@ -133,6 +133,10 @@ class DiscardedOutOfPlaceResult(Rule):
     code = "TT202"
     name = "discarded-out-of-place-result"
     summary = "an out-of-place tensor op (`x.clamp(...)`) whose result is thrown away"
+    fact = (
+        "Measured: `x.clamp(min=1e-4)` as a statement leaves `x = [0, -1, 0.5]` as it "
+        "was; `x.clamp_(min=1e-4)` changes it."
+    )
     requires_text = ("torch",)
     tensors: TensorFacts
 
