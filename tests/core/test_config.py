@@ -55,3 +55,22 @@ def test_torch_version_resolution(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("torch>=1.7\n", encoding="utf-8")
     pinned_torch_version.cache_clear()
     assert pinned_torch_version(tmp_path) is None
+
+
+def test_severity_names_of_pyproject_and_editor_are_both_accepted() -> None:
+    # pyproject documents error|warning|info|hint; VS Code's names work too.
+    names = {"error": "Error", "warning": "Warning", "info": "Information", "hint": "Hint"}
+    for short, long in names.items():
+        table = {"severity": {"TT1": short, "TT2": long, "TT3": long.upper()}}
+        cfg = from_table(table)
+        assert cfg.warnings == ()
+        assert {sev for _, sev in cfg.severity} == {Severity(short)}
+
+
+def test_unsafe_fixes_key() -> None:
+    assert from_table({"unsafe-fixes": True}).unsafe_fixes is True
+    assert from_table({}).unsafe_fixes is False
+    bad = from_table({"unsafe-fixes": "yes"})
+    assert bad.unsafe_fixes is False and "unsafe-fixes must be true or false" in bad.warnings[0]
+    assert Config().merged(unsafe_fixes=True).unsafe_fixes is True
+    assert Config(unsafe_fixes=True).merged().unsafe_fixes is True

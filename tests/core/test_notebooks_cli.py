@@ -61,3 +61,31 @@ def test_broken_notebook_is_tt000(tmp_path: Path, capsys: pytest.CaptureFixture[
     nb.write_text("{not json", encoding="utf-8")
     assert cli.main(["check", str(nb), "--color", "never"]) == 1
     assert "not a readable notebook" in capsys.readouterr().out
+
+
+def _code(source: str) -> dict[str, object]:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+
+
+def test_lines_named_in_messages_are_cell_relative(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TT201 names the softmax's line: in a notebook it is the line in its cell
+    # (and the cell, when another one), never the line of the joined cells.
+    document = dict(NOTEBOOK)
+    document["cells"] = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# notes"]},
+        _code("import torch\nx = torch.randn(3)\n"),
+        _code("p = torch.softmax(x, -1)\nq = torch.log(p)\n"),
+        _code("r = torch.log(p)\n"),
+    ]
+    nb = tmp_path / "lines.ipynb"
+    write(nb, document)
+    cli.main(["check", str(nb), "--format", "json", "--select", "TT201"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    messages = {(f["cell"], f["range"]["start"]["line"]): f["message"] for f in findings}
+    assert set(messages) == {(3, 2), (4, 1)}
+    assert "of a softmax output from line 1 (via `p`)" in messages[(3, 2)]
+    assert "of a softmax output from cell 3, line 1 (via `p`)" in messages[(4, 1)]
+    cli.main(["check", str(nb), "--select", "TT201", "--color", "never"])
+    assert "from cell 3, line 1 (via `p`)" in capsys.readouterr().out

@@ -174,3 +174,24 @@ async def test_notebook_cells(root: Path) -> None:
             "cellTexts": 0,
             "probesRunning": 0,
         }
+
+
+async def test_lines_named_in_messages_are_cell_relative(root: Path) -> None:
+    # Cells: 1 code, 2 markdown, 3 code, 4 code. TT201 names the softmax's line.
+    async with session(root) as h:
+        nb = Notebook(
+            h,
+            root / "lines.ipynb",
+            [
+                ("code", "import torch\nx = torch.randn(3)"),
+                ("markdown", "# notes"),
+                ("code", "p = torch.softmax(x, -1)\nq = torch.log(p)"),
+                ("code", "r = torch.log(p)"),
+            ],
+        )
+        third = await h.diagnostics(nb.uri_of(2), 1)
+        fourth = await h.diagnostics(nb.uri_of(3), 1)
+        assert [(d.code, d.range.start.line) for d in third] == [("TT201", 1)]
+        assert "from line 1 (via `p`)" in third[0].message
+        assert [(d.code, d.range.start.line) for d in fourth] == [("TT201", 0)]
+        assert "from cell 3, line 1 (via `p`)" in fourth[0].message

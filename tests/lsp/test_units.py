@@ -6,6 +6,7 @@ import random
 
 from lsprotocol import types
 
+from torchtrap.config import Config
 from torchtrap.findings import Position
 from torchtrap.lsp.actions import minimal_edit
 from torchtrap.lsp.carry import shift
@@ -118,6 +119,19 @@ def test_settings_parsing_is_forgiving() -> None:
     assert settings.show_notifications == "always" and settings.debounce_ms == 0
     assert len(settings.problems) == 3
     assert Settings(docs_base_url="https://h/{code}.html").docs_url("TT1") == "https://h/TT1.html"
+
+
+def test_settings_severity_names_and_unsafe_fixes() -> None:
+    # The pyproject names (documented) and VS Code's names both work.
+    raw = {"severity": {"TT1": "info", "TT2": "Information", "TT3": "hint", "TT4": "Hint"}}
+    settings = parse_settings(raw)
+    assert settings.problems == ()
+    assert [sev.value for _, sev in settings.severity] == ["info", "info", "hint", "hint"]
+    assert settings.unsafe_fixes is None  # not set: pyproject decides
+    on = parse_settings({"unsafeFixes": True})
+    assert on.unsafe_fixes is True and on.apply(Config()).unsafe_fixes is True
+    assert parse_settings({"debounceMs": 5}, base=on).unsafe_fixes is True  # kept
+    assert parse_settings({"unsafeFixes": "yes"}).problems
 
 
 def test_lint_keeps_no_module_alive() -> None:
