@@ -127,3 +127,19 @@ def test_rule_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("# TT990 `flag-print`")
     assert cli.main(["rule", "TT999"]) == 2
     assert "unknown rule" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["flag", "pyproject", "neither"])
+def test_unsafe_fixes_by_flag_or_pyproject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    table = "unsafe-fixes = true\n" if how == "pyproject" else ""
+    (tmp_path / "pyproject.toml").write_text(f"[tool.torchtrap]\n{table}", encoding="utf-8")
+    path = tmp_path / "a.py"
+    # TT202's only fix here is unsafe: the in-place twin.
+    path.write_text("import torch\n\n\ndef f(s, m):\n    s.masked_fill(m, 0)\n", encoding="utf-8")
+    flags = ["--unsafe-fixes"] if how == "flag" else []
+    cli.main(["check", str(path), "--fix", *flags])
+    capsys.readouterr()
+    fixed = "s.masked_fill_(m, 0)" in path.read_text(encoding="utf-8")
+    assert fixed is (how != "neither")
