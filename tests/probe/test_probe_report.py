@@ -76,22 +76,48 @@ def test_confirmed_rules_tolerates_other_documents(cpu_doc: dict[str, Any]) -> N
     assert confirmed_rules(json.loads(json.dumps(cpu_doc))) == confirmed_rules(cpu_doc)
 
 
-def test_markdown_puts_the_verdict_table_first(cpu_doc: dict[str, Any]) -> None:
+def test_markdown_leads_with_one_sentence_per_rule(cpu_doc: dict[str, Any]) -> None:
     text = render_markdown(cpu_doc)
     lines = text.splitlines()
     assert lines[0] == "# TorchTrap probe"
-    table = lines.index("| Experiment | Verdict | Rules | Summary | Time |")
-    assert table < lines.index("## Rules") < lines.index("## Evidence")
+    # One sentence per rule, then the machine, then a narrow table.
+    assert lines[2].startswith("- **TT101**: confirmed here — ")
+    assert "identical streams in 2 workers" in lines[2]
+    assert lines[3].startswith("- **TT102**: not reproduced here — ")
+    assert lines[4].startswith("- **TT103**: ")
+    table = lines.index("| Experiment | Result | Rules |")
+    assert lines.index("Machine: " + cpu_doc["experiments"][0]["summary"]) < table
+    assert table < lines.index("## Details")
     rows = [line for line in lines[table + 2 :] if line.startswith("| `")]
-    assert [row.split("`")[1] for row in rows] == [e["id"] for e in cpu_doc["experiments"]]
-    assert "| `worker-rng` | **confirmed** | TT101 confirmed, TT102 not-reproduced |" in text
+    # The environment is the header, not a row with a verdict.
+    ids = [e["id"] for e in cpu_doc["experiments"] if e["id"] != "environment"]
+    assert [row.split("`")[1] for row in rows] == ids
+    assert "| `worker-rng` | **confirmed** | TT101, TT102 |" in text
+    assert "| `shm-capacity` | fine | – |" in text
+    assert max(len(row) for row in rows) <= 60  # fits a half-width panel
     assert text.count("```json") == len(cpu_doc["experiments"])
+    # Verdict words that do not read like severities.
+    head = "\n".join(lines[: lines.index("## Details")])
+    assert "error" not in head and "not-reproduced" not in head
+
+
+def test_markdown_says_what_failed_in_words(cpu_doc: dict[str, Any]) -> None:
+    doc = copy.deepcopy(cpu_doc)
+    doc["experiments"][0].update(verdict="error", summary="boom")
+    doc["rules"]["TT101"].update(verdict="error", evidence="exit status 1")
+    text = render_markdown(doc)
+    assert "- **TT101**: could not run — exit status 1" in text
+    assert "Note: the environment check could not run: boom" in text
+    assert "Machine: Python " in text  # from the interpreter instead
 
 
 def test_markdown_escapes_table_cells(cpu_doc: dict[str, Any]) -> None:
     doc = copy.deepcopy(cpu_doc)
     doc["experiments"][0]["summary"] = "a | b\nc"
-    assert "a \\| b c" in render_markdown(doc)
+    doc["experiments"][1]["rules"] = {"A|B": "confirmed"}
+    text = render_markdown(doc)
+    assert "| A\\|B |" in text  # a table cell
+    assert "Machine: a | b c\n" in text  # one line
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -104,7 +130,7 @@ def test_command_prints_the_markdown_report(capsys: pytest.CaptureFixture[str]) 
     assert run(_args("--only", "environment")) == 0
     out, err = capsys.readouterr()
     assert out.startswith("# TorchTrap probe")
-    assert "| `environment` |" in out and "worker-rng" not in out
+    assert "Machine: Python" in out and "### `environment`" in out and "worker-rng" not in out
     assert "[1/1] environment" in err
 
 

@@ -48,7 +48,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     ),
     Experiment(
         "cuda-ipc-share",
-        "CUDA tensors after _share_cuda_() and spawn workers (seed 000)",
+        "CUDA tensors after _share_cuda_() and spawn workers (pytorch #128497)",
         _script("cuda_ipc_share"),
         rules=("TT103",),
         needs_cuda=True,

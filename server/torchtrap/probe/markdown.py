@@ -1,7 +1,11 @@
-"""The probe's Markdown report: a verdict table first, then the evidence.
+"""The probe's Markdown report: one sentence per rule first, then a narrow
+table of the experiments, then the evidence.
 
 Rendered from the JSON document (not the dataclasses), so that a saved or
-cached report renders the same as a fresh one."""
+cached report renders the same as a fresh one. The JSON's verdict values
+stay as they are (schema 1); only their wording here differs, so that no
+verdict reads like a severity ("error") and the report fits a half-width
+editor panel (short columns, times in the details)."""
 
 from __future__ import annotations
 
@@ -9,24 +13,57 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from torchtrap.probe.report import CONFIRMED, ProbeReport
+from torchtrap.probe.report import CONFIRMED, ERROR, NOT_REPRODUCED, SKIPPED, TIMEOUT, ProbeReport
+
+# The experiment that describes the machine: a header, not a verdict.
+ENVIRONMENT = "environment"
+
+# What a verdict means for a rule, in words.
+RULE_WORDS = {
+    CONFIRMED: "confirmed here",
+    NOT_REPRODUCED: "not reproduced here",
+    SKIPPED: "not tested",
+    ERROR: "could not run",
+    TIMEOUT: "timed out",
+}
+# An experiment's result; one without rules checks the machine, so a
+# "confirmed" there means it found a problem.
+EXPERIMENT_WORDS = {
+    CONFIRMED: "confirmed",
+    NOT_REPRODUCED: "not reproduced",
+    SKIPPED: "skipped",
+    ERROR: "could not run",
+    TIMEOUT: "timed out",
+}
+CHECK_WORDS = {**EXPERIMENT_WORDS, CONFIRMED: "problem found", NOT_REPRODUCED: "fine"}
 
 _LEGEND = (
-    "`confirmed`: the problem happens with this interpreter on this machine;"
-    " `not-reproduced`: it does not; `skipped`, `error`, `timeout`: no answer (see below)."
+    "*confirmed*: the problem happens with this interpreter on this machine;"
+    " *not reproduced*: it did not happen here; *skipped*, *could not run*, *timed out*:"
+    " no answer (see the details)."
 )
 
 
+def _line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
 def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _verdict(verdict: str) -> str:
-    return f"**{verdict}**" if verdict == CONFIRMED else verdict
+    return _line(text).replace("|", "\\|")
 
 
 def _seconds(value: Any) -> str:
     return f"{float(value):.1f} s" if isinstance(value, (int, float)) else "?"
+
+
+def _words(verdict: str, table: Mapping[str, str]) -> str:
+    text = table.get(verdict, verdict)
+    return f"**{text}**" if verdict == CONFIRMED else text
+
+
+def _experiment_words(exp: Mapping[str, Any]) -> str:
+    table = EXPERIMENT_WORDS if exp.get("rules") else CHECK_WORDS
+    return _words(str(exp.get("verdict", "")), table)
 
 
 def _pretty(value: Any, depth: int = 0) -> str:
@@ -41,53 +78,78 @@ def _pretty(value: Any, depth: int = 0) -> str:
     return json.dumps(value)
 
 
+def rule_sentences(doc: Mapping[str, Any]) -> list[str]:
+    """One line per rule the probe looked at: "TT101: confirmed here — ..."."""
+    out = []
+    for code, entry in doc.get("rules", {}).items():
+        verdict = str(entry.get("verdict", ""))
+        evidence = _line(entry.get("evidence", ""))
+        sentence = f"**{code}**: {RULE_WORDS.get(verdict, verdict)}"
+        out.append(f"{sentence} — {evidence}" if evidence else sentence)
+    return out
+
+
+def _machine(doc: Mapping[str, Any], environment: Mapping[str, Any] | None) -> list[str]:
+    """What the probe ran on: the environment experiment's summary, its
+    hazards as notes; the interpreter's own line when it did not run."""
+    interp = doc.get("interpreter", {})
+    lines = [f"Interpreter: `{interp.get('path')}`"]
+    verdict = environment.get("verdict") if environment else None
+    if environment is not None and verdict in (CONFIRMED, NOT_REPRODUCED):
+        lines.append(f"Machine: {_line(environment.get('summary'))}")
+        hazards = environment.get("evidence", {}).get("hazards") or []
+        lines += [f"Note: {_line(hazard)}" for hazard in hazards if isinstance(hazard, str)]
+    else:
+        cuda = "CUDA" if interp.get("cuda_available") else "no CUDA"
+        lines.append(
+            f"Machine: Python {interp.get('python_version')}, torch"
+            f" {interp.get('torch_version')}, {cuda} ({interp.get('cuda_note')})"
+        )
+        if environment is not None:
+            what = RULE_WORDS.get(str(verdict), str(verdict))
+            lines.append(f"Note: the environment check {what}: {_line(environment.get('summary'))}")
+    return [line + "  " for line in lines[:-1]] + lines[-1:]  # Markdown line breaks
+
+
 def render_markdown(report: ProbeReport | Mapping[str, Any]) -> str:
     doc = report.to_json() if isinstance(report, ProbeReport) else report
-    interp = doc.get("interpreter", {})
-    cuda = "yes" if interp.get("cuda_available") else "no"
-    lines = [
-        "# TorchTrap probe",
-        "",
-        f"`{interp.get('path')}`: Python {interp.get('python_version')},"
-        f" torch {interp.get('torch_version')}, CUDA {cuda} ({interp.get('cuda_note')})",
-        "",
-        f"Run {doc.get('started_at')}, took {_seconds(doc.get('duration_s'))}"
-        f" (limit {doc.get('timeout_s'):g} s); torchtrap {doc.get('torchtrap_version')},"
-        f" schema {doc.get('schema_version')}."
-        + (" **Cancelled before the end.**" if doc.get("cancelled") else ""),
-        "",
-        "| Experiment | Verdict | Rules | Summary | Time |",
-        "|---|---|---|---|---|",
-    ]
     experiments = doc.get("experiments", [])
-    for exp in experiments:
-        rules = ", ".join(f"{code} {v}" for code, v in exp.get("rules", {}).items()) or "–"
-        lines.append(
-            f"| `{exp.get('id')}` | {_verdict(exp.get('verdict', ''))} | {_cell(rules)}"
-            f" | {_cell(exp.get('summary', ''))} | {_seconds(exp.get('duration_s'))} |"
-        )
-    lines += ["", _LEGEND, ""]
+    environment = next((e for e in experiments if e.get("id") == ENVIRONMENT), None)
+    checks = [e for e in experiments if e is not environment]
+    lines = ["# TorchTrap probe", ""]
+    if doc.get("cancelled"):
+        lines += ["**Cancelled before the end**: the results below are partial.", ""]
+    sentences = rule_sentences(doc)
+    if sentences:
+        lines += [f"- {sentence}" for sentence in sentences] + [""]
+    lines += [*_machine(doc, environment), ""]
+    if checks:
+        lines += ["| Experiment | Result | Rules |", "|---|---|---|"]
+        for exp in checks:
+            rules = ", ".join(exp.get("rules", {})) or "–"
+            lines.append(f"| `{exp.get('id')}` | {_experiment_words(exp)} | {_cell(rules)} |")
+        lines += ["", _LEGEND, ""]
 
-    rules = doc.get("rules", {})
-    if rules:
-        lines += ["## Rules", "", "| Rule | Verdict | Evidence |", "|---|---|---|"]
-        for code, entry in rules.items():
-            verdict = _verdict(entry.get("verdict", ""))
-            lines.append(f"| {code} | {verdict} | {_cell(entry.get('evidence'))} |")
-        lines.append("")
-
-    lines += ["## Evidence", ""]
-    for exp in experiments:
+    lines += ["## Details", ""]
+    for exp in checks + ([environment] if environment is not None else []):
         lines += [
-            f"### `{exp.get('id')}`: {exp.get('title')}",
+            f"### `{exp.get('id')}`",
             "",
-            f"{_verdict(exp.get('verdict', ''))} in {_seconds(exp.get('duration_s'))}:"
-            f" {exp.get('summary')}",
+            f"{exp.get('title')}.  ",
+            f"{_experiment_words(exp)} in {_seconds(exp.get('duration_s'))}:"
+            f" {_line(exp.get('summary'))}",
             "",
         ]
         for code, note in exp.get("rule_evidence", {}).items():
-            lines.append(f"- {code} {exp.get('rules', {}).get(code, '')}: {note}")
+            verdict = str(exp.get("rules", {}).get(code, ""))
+            lines.append(f"- {code} {RULE_WORDS.get(verdict, verdict)}: {note}")
         if exp.get("rule_evidence"):
             lines.append("")
         lines += ["```json", _pretty(exp.get("evidence", {})), "```", ""]
+    lines += [
+        f"Run {doc.get('started_at')}, {_seconds(doc.get('duration_s'))}"
+        f" (limit {doc.get('timeout_s'):g} s); torchtrap {doc.get('torchtrap_version')},"
+        f" report schema {doc.get('schema_version')}.",
+        "",
+    ]
     return "\n".join(lines)
