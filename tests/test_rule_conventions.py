@@ -32,7 +32,9 @@ def test_messages_fit_the_problems_panel(rule: type[Rule]) -> None:
     findings = _findings(rule)
     assert findings
     long = [f.message for f in findings if len(f.message) > MAX_MESSAGE]
-    assert long == [], f"{rule.code}: messages over {MAX_MESSAGE} characters: move details to related"
+    assert long == [], (
+        f"{rule.code}: messages over {MAX_MESSAGE} characters: move details to related"
+    )
 
 
 @pytest.mark.parametrize("rule", RULES)

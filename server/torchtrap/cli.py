@@ -139,7 +139,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     jobs = args.jobs or os.cpu_count() or 1
     # `unsafe-fixes = true` in [tool.torchtrap] works like --unsafe-fixes.
-    work = [(p, c, s, args.fix, args.unsafe_fixes or c.unsafe_fixes, args.diff) for p, c, s in tasks]
+    work = [
+        (p, c, s, args.fix, args.unsafe_fixes or c.unsafe_fixes, args.diff) for p, c, s in tasks
+    ]
     show_progress = sys.stderr.isatty() and len(work) >= 200 and args.format == "text"
     reports: list[FileReport] = []
     if jobs > 1 and len(work) >= PARALLEL_MIN_FILES:

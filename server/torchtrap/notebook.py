@@ -196,7 +196,7 @@ def lint_cells(
 def _cell_relative_lines(
     finding: Finding, module: NotebookModule, cell_number: Callable[[int], int] | None
 ) -> Finding:
-    """"line 6" of the joined module -> "line 1" in the finding's own cell,
+    """ "line 6" of the joined module -> "line 1" in the finding's own cell,
     "cell 3, line 1" in another."""
     if not finding.line_refs:
         return finding

@@ -64,7 +64,13 @@ def test_broken_notebook_is_tt000(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def _code(source: str) -> dict[str, object]:
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": source,
+    }
 
 
 def test_lines_named_in_messages_are_cell_relative(

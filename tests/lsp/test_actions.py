@@ -117,7 +117,9 @@ async def test_fix_all_command(root: Path) -> None:
 
 
 # A TT202 finding whose only fix is unsafe (the in-place twin), and a safe TT901.
-UNSAFE_ONLY = "import torch\n\n\ndef f(scores, mask):\n    scores.masked_fill(mask, 0)\n    danger(1)\n"
+UNSAFE_ONLY = (
+    "import torch\n\n\ndef f(scores, mask):\n    scores.masked_fill(mask, 0)\n    danger(1)\n"
+)
 
 
 async def test_fix_all_skips_unsafe_fixes_and_says_so(root: Path) -> None:
@@ -167,9 +169,7 @@ async def test_apply_fix_command_without_resolve_support(root: Path) -> None:
         assert action.command.command == "torchtrap.applyFix"
         arguments = list(action.command.arguments or ())
         assert arguments == [uri, 1, "TT901", 3, 0]
-        assert await h.command(action.command.command, *arguments) == {
-            "applied": True
-        }
+        assert await h.command(action.command.command, *arguments) == {"applied": True}
         edit = h.applied_edits[-1]
         assert edit.changes and not edit.document_changes  # the client's capability
         version = h.apply_workspace_edit(edit)

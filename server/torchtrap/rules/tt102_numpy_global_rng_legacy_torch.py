@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.datasets import (
     DatasetFacts,
     DatasetView,
@@ -73,9 +73,9 @@ class NumpyGlobalRngLegacyTorch(Rule):
     generator: under fork (the Linux default) every worker inherits the
     parent's numpy state and draws the same numbers. With 4 workers each
     random augmentation is repeated 4 times per round of batches (workers
-    seeded `random` and `torch`, but not numpy). Torch 1.9 added numpy seeding to workers (#56488), so on newer
-    torch the same code is fine (measured on torch 2.13: distinct across
-    workers, new each epoch).
+    seeded `random` and `torch`, but not numpy). Torch 1.9 added numpy
+    seeding to workers (#56488), so on newer torch the same code is fine
+    (measured on torch 2.13: distinct across workers, new each epoch).
 
     The safe fix adds PyTorch's `seed_worker` recipe: a `worker_init_fn`
     that seeds `np.random` from `torch.initial_seed()`, which differs per
@@ -552,7 +552,7 @@ dataloader = DataLoader(
         config={"torch-version": "1.7"},
         line=9,
         severity=Severity.ERROR,
-        message_contains="`npr.uniform` draws the same numbers in both DataLoader workers on torch 1.7",
+        message_contains="`npr.uniform` draws the same numbers in both DataLoader workers",
         note="aliases, through a helper method",
     ),
     Invalid(

@@ -171,8 +171,8 @@ class CudaTensorInDataset(Rule):
     name = "cuda-tensor-in-dataset"
     summary = "A Dataset with CUDA tensors is copied into DataLoader workers"
     fact = (
-        "Under fork a worker touching a CUDA tensor raises \"Cannot re-initialize CUDA in "
-        "forked subprocess\"; pytorch #128497 and #156618 report zeros under spawn."
+        'Under fork a worker touching a CUDA tensor raises "Cannot re-initialize CUDA in '
+        'forked subprocess"; pytorch #128497 and #156618 report zeros under spawn.'
     )
     default_severity = Severity.ERROR
     requires_text = ("cuda",)
