@@ -84,7 +84,9 @@ async def test_run_probe_on_cpu(root: Path) -> None:
         if report["rules"].get("TT101", {}).get("verdict") != "confirmed":
             pytest.skip("the probe did not confirm TT101 on this machine")
         (tt101,) = [d for d in await h.diagnostics(uri, 1, after=mark) if d.code == "TT101"]
-        assert "(confirmed on this machine by the GPU probe: " in tt101.message
+        assert tt101.message.endswith("all draw the same numbers (confirmed here)")
+        notes = [r.message for r in tt101.related_information or []]
+        assert any(n.startswith("the GPU probe on this machine: ") for n in notes)
 
 
 async def test_run_probe_cancel_kills_it(root: Path) -> None:

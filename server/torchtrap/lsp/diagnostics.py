@@ -54,7 +54,7 @@ def to_diagnostic(
             "showing the findings of the last version that parsed"
         )
     elif finding.code in confirmed:
-        message += f" (confirmed on this machine by the GPU probe: {confirmed[finding.code]})"
+        message += " (confirmed here)"  # by the GPU probe; its evidence: related information
     related = []
     for loc in finding.related:
         if loc.path is not None:
@@ -77,8 +77,12 @@ def to_diagnostic(
                 to_lsp_range(result.lines.get(loc_located[0], []), loc_located[1], encoding),
             )
         related.append(types.DiagnosticRelatedInformation(rel, loc.message))
+    lsp_range = to_lsp_range(lines, rng, encoding)
+    if not finding.is_syntax_error and finding.code in confirmed:
+        evidence = f"the GPU probe on this machine: {confirmed[finding.code]}"
+        related.append(types.DiagnosticRelatedInformation(types.Location(uri, lsp_range), evidence))
     diagnostic = types.Diagnostic(
-        range=to_lsp_range(lines, rng, encoding),
+        range=lsp_range,
         message=message,
         severity=SEVERITIES[finding_severity(finding, settings)],
         code=finding.code,

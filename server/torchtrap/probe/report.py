@@ -122,7 +122,7 @@ class ProbeReport:
 def confirmed_rules(report_json: Mapping[str, Any]) -> dict[str, str]:
     """rule code -> one-line evidence, for every rule the probe confirmed.
 
-    For messages like "confirmed on this machine by the GPU probe: <evidence>".
+    For diagnostics: "(confirmed here)", with the evidence as related information.
     A document of another schema version (an old cache) or a malformed one
     yields {} rather than an exception: the caller then just says less.
     """
