@@ -47,7 +47,7 @@ def unsafe_title(title: str, why: str) -> str:
     return f"{title} {UNSAFE_MARK} {why})"
 
 
-def fix_title(title: str, applicability: Applicability, why: str) -> str:
+def marked_title(title: str, applicability: Applicability, why: str) -> str:
     """``title`` as is for a safe fix, marked with ``why`` for an unsafe one."""
     return title if applicability is Applicability.SAFE else unsafe_title(title, why)
 

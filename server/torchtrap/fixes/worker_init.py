@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.index import NodeIndex
-from torchtrap.findings import Applicability, Edit, fix_title
+from torchtrap.findings import Applicability, Edit, marked_title
 from torchtrap.fixes.edits import insert_module_block, keyword_value_edit
 from torchtrap.fixes.names import ModuleNames, module_bindings
 from torchtrap.source import SourceText
@@ -35,7 +35,7 @@ class WorkerInitPlan:
             if self.chained is not None
             else "**kwargs may already pass a worker_init_fn"
         )
-        return fix_title(title, self.applicability, why)
+        return marked_title(title, self.applicability, why)
 
 
 def plan_worker_init(loaders: Sequence[DataLoaderCall], tree: ast.Module) -> WorkerInitPlan | None:

@@ -89,8 +89,9 @@ def render_finding(finding: Finding, source: SourceText | None, style: Style) ->
     if source is not None:
         lines.extend(_excerpt(source, finding, style))
     for fix in finding.fixes:
-        tag = "safe fix" if fix.is_safe else "unsafe fix"
-        lines.append(f"  {style.cyan('= help')}: {fix.title} ({tag})")
+        # An unsafe fix's title already ends with "(unsafe: <why>)".
+        tag = " (safe fix)" if fix.is_safe else ""
+        lines.append(f"  {style.cyan('= help')}: {fix.title}{tag}")
     for rel in finding.related:
         rel_path = rel.path or finding.path
         if rel.cell is not None:

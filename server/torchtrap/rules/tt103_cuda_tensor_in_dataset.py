@@ -28,7 +28,7 @@ from torchtrap.findings import (
     Fix,
     Range,
     Severity,
-    fix_title,
+    marked_title,
     unsafe_title,
 )
 from torchtrap.fixes.edits import replace
@@ -315,7 +315,7 @@ class CudaTensorInDataset(Rule):
                 applicability = Applicability.SAFE if literal_counts else Applicability.UNSAFE
                 fixes.append(
                     Fix(
-                        fix_title(
+                        marked_title(
                             "Load in the main process (num_workers=0)",
                             applicability,
                             "replaces a worker count set at run time",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope
 from torchtrap.facts.tensors import Kind, TensorFacts, words
-from torchtrap.findings import Applicability, Edit, Finding, Fix, fix_title, unsafe_title
+from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -286,7 +286,7 @@ class DiscardedOutOfPlaceResult(Rule):
             return out
 
         what = "the sorted values" if suffix else "the result"
-        title = fix_title(
+        title = marked_title(
             f"Assign {what} back to `{text}`",
             applicability,
             "raises if the attribute is an nn.Parameter",
