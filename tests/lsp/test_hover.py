@@ -51,3 +51,22 @@ async def test_hover(root: Path) -> None:
 
         assert await h.hover(uri, 3, text.splitlines()[3].index("E501") + 1) is None
         assert await h.hover(uri, 4, text.splitlines()[4].index("XX999") + 1) is None
+
+
+async def test_hover_on_a_real_rule_is_a_few_lines(root: Path) -> None:
+    # Issue 13: hovers were 2.7k-4.2k characters and repeated the diagnostic.
+    text = "import torch\n\n\ndef f(prob):\n    prob.clamp(min=1e-4)\n    return prob.log()\n"
+    async with session(root) as h:
+        uri = h.open("a.py", text)
+        diags = await h.diagnostics(uri, 1)
+        (tt202,) = [d for d in diags if d.code == "TT202"]
+        hover = await h.hover(uri, 4, 6)
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        value = hover.contents.value
+        assert tt202.message not in value
+        assert len(value) < 800 and len(value.split("\n\n")) <= 4, value
+        assert value.startswith("**TT202** `discarded-out-of-place-result`: These operations")
+        assert "Measured: " in value  # the rule's fact
+        fixes = "Fixes: Assign the result back to `prob`; Use the in-place `clamp_()` (unsafe: "
+        assert fixes in value
+        assert value.endswith("TT202.md)")
