@@ -4,6 +4,12 @@ A rule file defines one ``Rule`` subclass whose docstring has the sections
 *What it does / Why is this bad? / Example / Use instead / References*; the
 docs (``torchtrap rule``, the README table, LSP hover) are generated from
 it, and the test suite runs its ``valid`` and ``invalid`` examples.
+
+The hover shows the first sentence of *Why is this bad?* and ``fact``, so
+that sentence should say the harm on its own. Messages stay within 120
+characters (details go to ``related``); a line named in a message is
+written with ``findings.line_text`` and listed in ``line_refs``; an unsafe
+fix's title ends with "(unsafe: <why>)" (``findings.unsafe_title``).
 """
 
 from __future__ import annotations
