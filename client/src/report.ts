@@ -127,12 +127,12 @@ const escapeHtml = (s: string) =>
  * panel the stylesheet can show every row as a card of "Header: value" lines.
  */
 export function labelTableCells(html: string): string {
-  return html.replace(/<table>([\s\S]*?)<\/table>/g, (table: string) => {
-    const head = /<thead>([\s\S]*?)<\/thead>/.exec(table)?.[1] ?? '';
-    const labels = Array.from(head.matchAll(/<th[^>]*>([\s\S]*?)<\/th>/g), (m) =>
+  return html.replace(/<table\b[^>]*>[\s\S]*?<\/table>/g, (table: string) => {
+    const head = /<thead\b[^>]*>([\s\S]*?)<\/thead>/.exec(table)?.[1] ?? '';
+    const labels = Array.from(head.matchAll(/<th\b[^>]*>([\s\S]*?)<\/th>/g), (m) =>
       escapeHtml((m[1] ?? '').replace(/<[^>]*>/g, '').trim()),
     );
-    return table.replace(/<tr>([\s\S]*?)<\/tr>/g, (row: string) => {
+    return table.replace(/<tr\b[^>]*>[\s\S]*?<\/tr>/g, (row: string) => {
       let i = 0;
       return row.replace(/<td(\s[^>]*)?>/g, (_td: string, attrs?: string) => `<td${attrs ?? ''} data-label="${labels[i++] ?? ''}">`);
     });

@@ -30,15 +30,23 @@ const SOURCE_LABEL: Record<InterpreterSource, string> = {
   path: 'PATH',
 };
 
-const MAX_PATH = 36;
-const MAX_MESSAGE = 72;
+const MAX_PATH = 24;
+const MAX_MESSAGE = 48;
 
-/** `/very/long/venv/bin/python` -> `…/venv/bin/python`: the end says which one it is. */
+/**
+ * The interpreter in a few characters: a short path as it is; in a virtual environment the
+ * environment's folder (`…/py-torch/bin/python` -> `py-torch`, as the Python extension
+ * shows it); else the end of the path.
+ */
 export function shortPath(file: string, max = MAX_PATH): string {
   if (file.length <= max) {
     return file;
   }
   const parts = file.split(/[\\/]/);
+  const bin = parts.length - 2;
+  if (bin > 0 && /^(bin|Scripts)$/.test(parts[bin] ?? '') && parts[bin - 1]) {
+    return parts[bin - 1] ?? file;
+  }
   let tail = parts.pop() ?? file;
   while (parts.length > 0 && tail.length + 1 + (parts[parts.length - 1] ?? '').length + 2 <= max) {
     tail = `${parts.pop()}/${tail}`;
@@ -60,16 +68,15 @@ export function describeState(state: ServerState): StatusView {
   }
   if (state.interpreter) {
     const version = state.interpreter.version ? `Python ${state.interpreter.version}` : 'Python';
-    short.push(`${version} · ${shortPath(state.interpreter.executable)}`);
+    short.push(`${version} (${shortPath(state.interpreter.executable)})`);
     full.push(`${version} · ${state.interpreter.executable} (from ${SOURCE_LABEL[state.interpreter.source]})`);
   }
   if (state.strategy) {
-    const strategy = state.strategy === 'useBundled' ? 'bundled server' : 'server from environment';
-    short.push(strategy);
-    full.push(strategy);
+    short.push(state.strategy === 'useBundled' ? 'bundled' : 'from environment');
+    full.push(state.strategy === 'useBundled' ? 'bundled server' : 'server from the environment');
   }
   if (state.restricted) {
-    short.push('restricted mode');
+    short.push('restricted mode'); // the e2e looks for these words
     full.push('restricted mode (untrusted workspace)');
   }
   const detail = short.join(' · ');

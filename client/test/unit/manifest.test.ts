@@ -59,7 +59,8 @@ describe('package.json commands', () => {
     const command = manifest.contributes.commands.find((c: { command: string }) => c.command === 'torchtrap.vscode.fixAll');
     for (const when of [entry.when as string, command.enablement as string]) {
       assert.match(when, /editorLangId == python/);
-      assert.match(when, /notebookType == jupyter-notebook/);
+      assert.match(when, /notebookType == jupyter-notebook/); // focus in the notebook
+      assert.match(when, /activeEditor == workbench\.editor\.notebook/); // focus elsewhere
     }
   });
 });

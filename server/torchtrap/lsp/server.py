@@ -225,7 +225,7 @@ class TorchTrapServer(LanguageServer):
     def current_version(self, key: str) -> int | None:
         notebook = self.notebooks.get(key)
         if notebook is not None:
-            return notebook.version
+            return notebook.revision
         doc = self.docs.get(key)
         return doc.version if doc is not None else None
 
@@ -243,7 +243,7 @@ class TorchTrapServer(LanguageServer):
                 for i, d in enumerate(texts)
                 if d.uri in self.good_cell_texts
             }
-            return Snapshot(key, notebook.version, notebook.path, tuple(texts), True, fallback)
+            return Snapshot(key, notebook.revision, notebook.path, tuple(texts), True, fallback)
         doc = self.docs.get(key)
         if doc is None:
             return None
