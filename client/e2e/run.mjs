@@ -311,10 +311,13 @@ function ui(page) {
     );
   };
 
-  /** Hide every notification toast (Escape hides them only with the focus in the editor). */
+  /** Close every notification toast (their close button shows on hover). */
   const clearToasts = async () => {
-    for (const close of await page.locator('.notifications-toasts .notification-toast .codicon-notifications-clear').all()) {
-      await close.click({ timeout: 2000 }).catch(() => undefined);
+    for (let i = 0; i < 5; i++) {
+      const toast = page.locator('.notifications-toasts .notification-toast').first();
+      if (!(await toast.isVisible().catch(() => false))) return;
+      await toast.hover({ timeout: 2000 }).catch(() => undefined);
+      await toast.locator('.codicon-notifications-clear').first().click({ timeout: 2000 }).catch(() => undefined);
     }
   };
 
