@@ -1,5 +1,7 @@
-"""Generate the rule docs from the rule files: docs/rules/TTNNN.md and the
-table in README.md between the ``rules-table`` markers.
+"""Generate the rule docs from the rule files: docs/rules/TTNNN.md, the
+table in README.md between the ``rules-table`` markers, and the rule codes
+the VS Code settings `torchtrap.select` / `torchtrap.ignore` offer
+(package.json), so a new rule appears there by itself.
 
     python scripts/gen_docs.py          write them
     python scripts/gen_docs.py --check  exit 1 if they are out of date
@@ -7,8 +9,10 @@ table in README.md between the ``rules-table`` markers.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
@@ -43,11 +47,37 @@ def fix_kinds(rule: type) -> str:
     return ", ".join(sorted(kinds, key=["safe", "unsafe"].index)) or "—"
 
 
+def code_items() -> dict[str, Any]:
+    """The JSON schema of one `select`/`ignore` entry: every code and every
+    group prefix (TT1, TT2, ...), each described."""
+    groups: dict[str, list[str]] = {}
+    for rule in ALL_RULES:
+        groups.setdefault(rule.code[:3], []).append(rule.code)
+    values, descriptions = [], []
+    for prefix, codes in sorted(groups.items()):
+        values.append(prefix)
+        descriptions.append(f"All {prefix}xx rules: {', '.join(codes)}.")
+        for rule in sorted((r for r in ALL_RULES if r.code in codes), key=lambda r: r.code):
+            values.append(rule.code)
+            descriptions.append(f"`{rule.name}`: {rule.summary}.")
+    return {"type": "string", "enum": values, "markdownEnumDescriptions": descriptions}
+
+
+def package_json() -> str:
+    path = ROOT / "package.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    properties = manifest["contributes"]["configuration"]["properties"]
+    for key in ("torchtrap.select", "torchtrap.ignore"):
+        properties[key]["items"] = code_items()
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
 def expected() -> dict[Path, str]:
     files = {ROOT / "docs" / "rules" / f"{r.code}.md": r.markdown() for r in ALL_RULES}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
     files[ROOT / "README.md"] = readme[:start] + "\n" + table() + "\n" + readme[end:]
+    files[ROOT / "package.json"] = package_json()
     return files
 
 

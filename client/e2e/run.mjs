@@ -5,19 +5,32 @@
 //   eval "$(bash scripts/client-e2e-setup.sh)"    # Node 24, code-server, chromium, playwright, Python
 //   E2E_VSIX=torchtrap-linux-x64-0.1.0.vsix node client/e2e/run.mjs
 //
-// Installs the .vsix, opens a workspace with the examples/ files, with torchtrap.interpreter set
-// to a Python that has torch but NO torchtrap (so only the bundled server can lint), and checks:
-//   1. diagnostics: TT101 and TT201 appear in the Problems panel on the lines the CLI reports;
-//   2. quick fix:   Ctrl+. on a TT202 line applies the fix: the file becomes the expected text
-//                   and the problem disappears;
-//   3. status:      the language status item shows the interpreter; "TorchTrap: Explain Rule…"
-//                   lists the rules and opens one rendered;
-//   4. probe:       "TorchTrap: Run GPU Probe" from the palette opens a rendered report with
-//                   each CPU experiment's verdict and the rules it speaks for;
-//   5. settings:    "torchtrap.ignore" changed in settings.json applies without a reload.
-// Expected lines and texts come from `python -m torchtrap check --format json` run on the same
-// files (the CLI, not the language server). On failure: screenshots, the TorchTrap log (client +
-// server stderr) and code-server's logs go to $E2E_ARTIFACTS (default .e2e-artifacts/).
+// Installs the .vsix, opens a workspace with the examples/ files and a notebook, with
+// torchtrap.interpreter set to a Python that has torch but NO torchtrap (so only the bundled
+// server can lint), and checks, each flow as a user does it:
+//   diagnostics     TT101 and TT201 in the Problems panel on the lines the CLI reports;
+//   quickfix        Ctrl+. on a TT202 line applies the fix: the file becomes the expected text;
+//   fix-all         "TorchTrap: Fix All" from the palette gives the CLI's `--fix` text and says
+//                   "Fixed N finding(s)", then "Nothing to fix";
+//   notebook        a Jupyter notebook's cells get squiggles on cell-relative lines, Ctrl+. fixes
+//                   one, "TorchTrap: Fix All" (notebook focused) fixes the rest: saved cells = CLI;
+//   status-explain  the language status pop-up shows the interpreter and fits the window;
+//                   "TorchTrap: Explain Rule…" opens a rule rendered;
+//   probe           "TorchTrap: Run GPU Probe" from the palette: cancel works; the full run's
+//                   report says TT101 is `confirmed` by worker-rng, and fits a half-width panel;
+//   probe-no-torch  with an interpreter without torch the probe offers Select Interpreter /
+//                   Open Settings (not CLI flags);
+//   restart         "TorchTrap: Restart Server" brings a new server that lints again;
+//   settings-live   "torchtrap.ignore" changed in settings.json applies without a reload;
+//   multi-root      a two-folder workspace: each folder's pyproject.toml applies to its files, and
+//                   `editor.codeActionsOnSave: {"source.fixAll.torchtrap": "explicit"}` in one
+//                   folder fixes the file on save (the CLI's `--fix` text);
+//   untrusted       a second code-server with workspace trust on: the untrusted workspace's own
+//                   torchtrap.interpreter (a script that would leave a mark) is never run, and
+//                   diagnostics still come from the user's interpreter.
+// Expected lines and texts come from `python -m torchtrap check` run on the same files (the CLI,
+// not the language server). Screenshots of every test, the TorchTrap log (client + server
+// stderr) and, on failure, code-server's logs go to $E2E_ARTIFACTS (default .e2e-artifacts/).
 // Prints `e2e: N passed, M failed` and exits non-zero on any failure.
 
 import { execFileSync, spawn } from 'node:child_process';
@@ -30,7 +43,7 @@ import { fileURLToPath } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ARTIFACTS = path.resolve(process.env.E2E_ARTIFACTS || path.join(REPO, '.e2e-artifacts'));
-const TOTAL_BUDGET_MS = Number(process.env.E2E_BUDGET_S || 540) * 1000;
+const TOTAL_BUDGET_MS = Number(process.env.E2E_BUDGET_S || 900) * 1000;
 const PROBE_WAIT_MS = Number(process.env.E2E_PROBE_WAIT_S || 240) * 1000;
 const EXAMPLES = {
   tt101: 'tt101_stored_rng.py',
@@ -150,6 +163,32 @@ function applyEdits(/** @type {string} */ text, /** @type {any[]} */ edits) {
   return cps.join('');
 }
 
+/** The text the CLI's `check --fix` (safe fixes only) makes of `text`, as file `name`. */
+function cliFixed(/** @type {string} */ python, /** @type {string} */ libs, /** @type {string} */ name, /** @type {string} */ text) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'torchtrap-e2e-fix-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  try {
+    execFileSync(python, ['-m', 'torchtrap', 'check', '--fix', '--exit-zero', file], {
+      env: { ...process.env, PYTHONPATH: libs, PYTHONSAFEPATH: '1' },
+      cwd: os.tmpdir(),
+      stdio: 'ignore',
+    });
+  } catch {
+    // exit code 1: findings left; the file is fixed all the same
+  }
+  const out = fs.readFileSync(file, 'utf8');
+  fs.rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
+/** The code cells' sources of a notebook file, each as one string. */
+function codeCells(/** @type {string} */ ipynbText) {
+  return JSON.parse(ipynbText)
+    .cells.filter((/** @type {any} */ c) => c.cell_type === 'code')
+    .map((/** @type {any} */ c) => (Array.isArray(c.source) ? c.source.join('') : String(c.source)));
+}
+
 // ------------------------------------------------------------------ VS Code UI helpers
 
 /** @param {import('playwright-core').Page} page */
@@ -167,7 +206,8 @@ function ui(page) {
         const text = /** @type {HTMLElement} */ (row).innerText.replace(/\s+/g, ' ').trim();
         const pos = /\[Ln (\d+), Col (\d+)\]/.exec(text);
         if (!pos) {
-          file = text.split(' ')[0] ?? '';
+          // "name.py" (+ the folder's name, glued on, in a multi-root workspace) + count
+          file = /^(.+?\.(?:ipynb|pyi|py))/.exec(text)?.[1] ?? text.split(' ')[0] ?? '';
           continue;
         }
         const codes = text.match(/\bTT\d{3}\b/g) ?? [];
@@ -217,7 +257,9 @@ function ui(page) {
       45_000,
       `${name} to open`,
     );
-    await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+    if (!name.endsWith('.ipynb')) {
+      await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+    }
   };
 
   /** Ctrl+G `line:col` (both 1-based). */
@@ -254,8 +296,125 @@ function ui(page) {
     await page.keyboard.press('Enter');
   };
 
-  return { problems, openProblems, openFile, goTo, runCommand, focusWorkbench };
+  /** The first notification toast whose text matches, once it shows; its text. */
+  const toast = async (/** @type {RegExp} */ re, timeoutMs = 30_000) => {
+    let seen = '';
+    return waitFor(
+      async () => {
+        const texts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+        seen = texts.join(' | ').replace(/\s+/g, ' ');
+        return texts.map((t) => t.replace(/\s+/g, ' ')).find((t) => re.test(t));
+      },
+      timeoutMs,
+      () => `a notification matching ${re} (shown: ${seen || 'none'})`,
+      200,
+    );
+  };
+
+  /** Close every notification toast (their close button shows on hover). */
+  const clearToasts = async () => {
+    for (let i = 0; i < 5; i++) {
+      const toast = page.locator('.notifications-toasts .notification-toast').first();
+      if (!(await toast.isVisible().catch(() => false))) return;
+      await toast.hover({ timeout: 2000 }).catch(() => undefined);
+      await toast.locator('.codicon-notifications-clear').first().click({ timeout: 2000 }).catch(() => undefined);
+    }
+  };
+
+  /** Ctrl+. at the cursor (moved there by `place`) until the quick fix `title` shows; apply it. */
+  const applyQuickFix = async (/** @type {string} */ title, /** @type {() => Promise<void>} */ place) => {
+    const item = page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
+    await waitFor(
+      async () => {
+        if (await item.isVisible().catch(() => false)) return true;
+        await page.keyboard.press('Escape');
+        await place();
+        await page.keyboard.press('Control+.');
+        await item.waitFor({ state: 'visible', timeout: 4000 });
+        return true;
+      },
+      45_000,
+      `the quick fix "${title}" after Ctrl+.`,
+      100,
+    );
+    return item;
+  };
+
+  return { problems, openProblems, openFile, goTo, runCommand, focusWorkbench, toast, clearToasts, applyQuickFix };
 }
+
+// ------------------------------------------------------------------ workspaces
+
+const NOTEBOOK = 'pitfalls.ipynb';
+
+/** A notebook with a markdown cell and three code cells: two safe TT201 fixes, one TT202. */
+function notebookText() {
+  const code = (/** @type {string[]} */ lines) => ({
+    cell_type: 'code',
+    execution_count: null,
+    metadata: {},
+    outputs: [],
+    source: lines.map((l, i) => (i < lines.length - 1 ? `${l}\n` : l)),
+  });
+  const cells = [
+    { cell_type: 'markdown', metadata: {}, source: ['# TorchTrap in a notebook'] },
+    code(['import torch', 'import torch.nn.functional as F']),
+    code(['logits = torch.randn(4, 10)', 'prob = F.softmax(logits, dim=-1)', 'prob.clamp(min=1e-4)', 'loss = torch.log(F.softmax(logits, dim=-1)).mean()']),
+    code(['nll = -torch.log(torch.softmax(logits, dim=1))']),
+  ].map((c, i) => ({ id: `cell-${i}`, ...c }));
+  return `${JSON.stringify(
+    {
+      cells,
+      metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+    null,
+    1,
+  )}\n`;
+}
+
+/** User settings shared by both code-server instances. */
+function userSettings(/** @type {string} */ python, /** @type {Record<string, unknown>} */ extra = {}) {
+  return {
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'chat.disableAIFeatures': true,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'update.mode': 'none',
+    'editor.minimap.enabled': false,
+    'files.autoSave': 'off',
+    'window.restoreWindows': 'none',
+    'notebook.experimental.openGettingStarted': false,
+    // A trusted user setting: the Python with torch but without torchtrap.
+    'torchtrap.interpreter': python,
+    'torchtrap.probe.timeout': Math.round(PROBE_WAIT_MS / 1000) - 20,
+    'torchtrap.trace.server': 'messages',
+    ...extra,
+  };
+}
+
+/** The TorchTrap log files (client messages + server stderr + trace) under a user-data dir. */
+function torchtrapLogs(/** @type {string} */ udd) {
+  const found = [];
+  const walk = (/** @type {string} */ d) => {
+    if (!fs.existsSync(d)) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/TorchTrap/i.test(e.name)) found.push(p);
+    }
+  };
+  walk(path.join(udd, 'logs'));
+  return found;
+}
+
+const logText = (/** @type {string} */ udd) => torchtrapLogs(udd).map((p) => fs.readFileSync(p, 'utf8')).join('\n');
 
 // ------------------------------------------------------------------ main
 
@@ -283,6 +442,16 @@ async function main() {
       throw err;
     }
   }
+  // A Python >= 3.10 without torch, for the probe's "no torch" flow (optional).
+  const noTorchPython = [process.env.E2E_PYTHON_NO_TORCH, '/usr/bin/python3', '/usr/bin/python3.11'].find((p) => {
+    if (!p || !fs.existsSync(p)) return false;
+    try {
+      execFileSync(p, ['-c', 'import sys; assert sys.version_info >= (3, 10)\ntry:\n import torch\nexcept ImportError: pass\nelse: raise SystemExit(1)'], { stdio: 'ignore', cwd: os.tmpdir() });
+      return true;
+    } catch {
+      return false;
+    }
+  });
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'torchtrap-e2e-'));
   const ws = path.join(tmp, 'workspace');
@@ -300,29 +469,41 @@ async function main() {
       throw new Error(`examples/${name} is missing`);
     }
   }
+  fs.writeFileSync(path.join(ws, NOTEBOOK), notebookText());
   fs.mkdirSync(path.join(udd, 'User'), { recursive: true });
+  const settingsFile = path.join(udd, 'User', 'settings.json');
+  fs.writeFileSync(settingsFile, JSON.stringify(userSettings(python), null, 2));
+
+  // A two-folder workspace: `b` ignores TT201 in its pyproject.toml and fixes on save.
+  const multi = path.join(tmp, 'multi');
+  const tt201Text = fs.readFileSync(path.join(ws, EXAMPLES.tt201), 'utf8');
+  const tt101Text = fs.readFileSync(path.join(ws, EXAMPLES.tt101), 'utf8');
+  for (const f of ['a', 'b']) fs.mkdirSync(path.join(multi, f, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(multi, 'a', 'a_log_softmax.py'), tt201Text);
+  fs.writeFileSync(path.join(multi, 'b', 'b_log_softmax.py'), tt201Text);
+  fs.writeFileSync(path.join(multi, 'b', 'b_fix_on_save.py'), tt101Text);
+  fs.writeFileSync(path.join(multi, 'b', 'pyproject.toml'), '[tool.torchtrap]\nignore = ["TT201"]\n');
   fs.writeFileSync(
-    path.join(udd, 'User', 'settings.json'),
+    path.join(multi, 'b', '.vscode', 'settings.json'),
+    JSON.stringify({ 'editor.codeActionsOnSave': { 'source.fixAll.torchtrap': 'explicit' } }, null, 2),
+  );
+  const multiFile = path.join(multi, 'two-folders.code-workspace');
+  fs.writeFileSync(multiFile, JSON.stringify({ folders: [{ path: 'a' }, { path: 'b' }], settings: {} }, null, 2));
+
+  // An untrusted workspace whose settings name an "interpreter" that leaves a mark if run.
+  const untrusted = path.join(tmp, 'untrusted');
+  const mark = path.join(tmp, 'untrusted-interpreter-ran');
+  fs.mkdirSync(path.join(untrusted, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(untrusted, 'stored_rng.py'), tt101Text);
+  const evil = path.join(untrusted, 'evil-python');
+  fs.writeFileSync(evil, `#!/bin/sh\ntouch '${mark}'\nexec '${python}' "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(untrusted, '.vscode', 'settings.json'), JSON.stringify({ 'torchtrap.interpreter': evil }, null, 2));
+  const udd2 = path.join(tmp, 'user-data-untrusted');
+  fs.mkdirSync(path.join(udd2, 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(udd2, 'User', 'settings.json'),
     JSON.stringify(
-      {
-        'security.workspace.trust.enabled': false,
-        'workbench.startupEditor': 'none',
-        'workbench.tips.enabled': false,
-        'workbench.enableExperiments': false,
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
-        'chat.disableAIFeatures': true,
-        'telemetry.telemetryLevel': 'off',
-        'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
-        'update.mode': 'none',
-        'editor.minimap.enabled': false,
-        'files.autoSave': 'off',
-        'window.restoreWindows': 'none',
-        // A trusted user setting: the Python with torch but without torchtrap.
-        'torchtrap.interpreter': python,
-        'torchtrap.probe.timeout': Math.round(PROBE_WAIT_MS / 1000) - 20,
-        'torchtrap.trace.server': 'messages',
-      },
+      userSettings(python, { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never', 'security.workspace.trust.banner': 'never' }),
       null,
       2,
     ),
@@ -339,37 +520,42 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = Object.values(EXAMPLES).map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', NOTEBOOK].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
-  const port = await freePort();
-  const csLog = fs.openSync(path.join(ARTIFACTS, 'code-server.log'), 'w');
-  const cs = spawn(
-    codeServer,
-    [
-      '--bind-addr', `127.0.0.1:${port}`,
-      '--auth', 'none',
-      '--disable-telemetry',
-      '--disable-update-check',
-      '--disable-workspace-trust',
-      '--extensions-dir', extDir,
-      '--user-data-dir', udd,
-      ws,
-    ],
-    { env, stdio: ['ignore', csLog, csLog], detached: true },
-  );
+  /** @type {{kill: () => void}[]} */
+  const servers = [];
+  /** Start code-server on a free port; resolves once it answers. */
+  const startCodeServer = async (/** @type {string} */ userData, /** @type {string[]} */ extra, /** @type {string} */ logName) => {
+    const port = await freePort();
+    const out = fs.openSync(path.join(ARTIFACTS, logName), 'w');
+    const cs = spawn(
+      codeServer,
+      ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', ...extra,
+        '--extensions-dir', extDir, '--user-data-dir', userData],
+      { env, stdio: ['ignore', out, out], detached: true },
+    );
+    const kill = () => {
+      try {
+        if (cs.pid) process.kill(-cs.pid, 'SIGTERM');
+      } catch {
+        // gone
+      }
+    };
+    servers.push({ kill });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60_000, 'code-server /healthz');
+    log(`code-server up on port ${port}`);
+    return { port, kill };
+  };
+  const killAll = () => servers.forEach((s) => s.kill());
+
   /** @type {import('playwright-core').Browser | undefined} */
   let browser;
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
-  const killAll = () => {
-    try {
-      if (cs.pid) process.kill(-cs.pid, 'SIGTERM');
-    } catch {
-      // gone
-    }
-  };
+  const TESTS = ['diagnostics', 'quickfix', 'fix-all', 'notebook', 'status-explain', 'probe', 'probe-no-torch', 'restart',
+    'settings-live', 'multi-root', 'untrusted'];
   const guard = setTimeout(() => {
     console.error(`e2e: over the ${TOTAL_BUDGET_MS / 1000}s budget, giving up`);
     killAll();
@@ -377,8 +563,7 @@ async function main() {
   }, TOTAL_BUDGET_MS);
 
   try {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60_000, 'code-server /healthz');
-    log(`code-server up on port ${port}`);
+    const main = await startCodeServer(udd, ['--disable-workspace-trust'], 'code-server.log');
     browser = await chromium.launch({
       executablePath: chromiumPath,
       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
@@ -393,9 +578,13 @@ async function main() {
     page.on('console', (m) => {
       if (m.type() === 'error') fs.appendFileSync(path.join(ARTIFACTS, 'browser-console.log'), `${m.text()}\n`);
     });
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
-    await page.locator('.monaco-workbench').first().waitFor({ timeout: 90_000 });
-    log('workbench loaded');
+    /** Open a folder (or a .code-workspace) in this page and wait for the workbench. */
+    const openWorkbench = async (/** @type {number} */ port, /** @type {string} */ query) => {
+      await page.goto(`http://127.0.0.1:${port}/?${query}`);
+      await page.locator('.monaco-workbench').first().waitFor({ timeout: 90_000 });
+      log(`workbench loaded (${query.slice(0, 80)})`);
+    };
+    await openWorkbench(main.port, `folder=${encodeURIComponent(ws)}`);
     const vs = ui(page);
 
     /** @param {string} name @param {() => Promise<void>} fn */
@@ -405,18 +594,75 @@ async function main() {
         await fn();
         results.push({ name, ok: true, ms: Date.now() - start });
         log(`PASS ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
+        await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) }).catch(() => undefined);
       } catch (err) {
         const error = err instanceof Error ? err.stack ?? err.message : String(err);
         results.push({ name, ok: false, error, ms: Date.now() - start });
         log(`FAIL ${name}: ${error}`);
-        await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) }).catch(() => undefined);
+        await page.screenshot({ path: path.join(ARTIFACTS, `${name}-FAILED.png`) }).catch(() => undefined);
         await page.keyboard.press('Escape').catch(() => undefined);
       }
+      await vs.clearToasts().catch(() => undefined);
     };
 
     const rowsFor = async (/** @type {string} */ file) => (await vs.problems()).filter((p) => p.file === file);
     const fmt = (/** @type {{code: string, line: number}[]} */ xs) => xs.map((x) => `${x.code}@${x.line}`).sort().join(' ');
+    /** Wait until the Problems panel shows exactly `want` (code@line) for `file`. */
+    const expectRows = async (/** @type {string} */ file, /** @type {string} */ want, /** @type {string} */ code = '', timeoutMs = 60_000) => {
+      let now = '';
+      await waitFor(
+        async () => {
+          now = fmt((await rowsFor(file)).filter((r) => !code || r.code === code));
+          return now === want;
+        },
+        timeoutMs,
+        () => `"${want}" for ${file} in the Problems panel (shown: "${now}")`,
+      );
+    };
+    /** Save the active editor until the file on disk satisfies `ok`. */
+    const saveUntil = async (/** @type {string} */ file, /** @type {(t: string) => boolean} */ ok, /** @type {() => string} */ what) => {
+      await waitFor(
+        async () => {
+          await page.keyboard.press('Control+S');
+          await sleep(400);
+          return ok(fs.readFileSync(file, 'utf8'));
+        },
+        20_000,
+        what,
+      );
+    };
 
+    /** Replace the user settings the way a person does: in the settings.json editor. */
+    const editSettings = async (/** @type {string} */ text) => {
+      // VS Code 1.139 opens it in a modal editor (not a tab), with the focus in it.
+      await vs.runCommand('Preferences: Open User Settings (JSON)');
+      await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ timeout: 15_000 });
+      await sleep(500);
+      // Paste (typing would auto-close brackets and auto-indent).
+      await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Control+V');
+      await waitFor(
+        async () => {
+          await page.keyboard.press('Control+S');
+          await sleep(300);
+          return fs.readFileSync(settingsFile, 'utf8') === text;
+        },
+        10_000,
+        () => `settings.json saved as wanted; it is:\n${fs.readFileSync(settingsFile, 'utf8')}`,
+      );
+      // Close the modal editor. The file on disk is already right: if VS Code still asks
+      // to save (a save raced with the paste), keep the disk's text.
+      await page.keyboard.press('Escape');
+      const dialog = page.locator('.monaco-dialog-box', { hasText: 'save' }).first();
+      if (await dialog.waitFor({ timeout: 1500 }).then(() => true, () => false)) {
+        await dialog.locator('.monaco-button', { hasText: "Don't Save" }).first().click();
+      }
+      await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+      if (fs.readFileSync(settingsFile, 'utf8') !== text) {
+        throw new Error('settings.json changed while closing its editor');
+      }
+    };
     await test('diagnostics', async () => {
       const want = [
         ...(expected[EXAMPLES.tt101] ?? []).filter((f) => f.code === 'TT101').map((f) => ({ file: EXAMPLES.tt101, code: f.code, line: f.line })),
@@ -460,68 +706,127 @@ async function main() {
 
       await vs.openFile(file);
       await vs.openProblems();
-      await waitFor(
-        async () => fmt((await rowsFor(file)).filter((r) => r.code === 'TT202')) === fmt(tt202Before),
-        60_000,
-        `${fmt(tt202Before)} in the Problems panel for ${file}`,
-      );
-      await vs.goTo(target.line, target.column + 1);
-      await sleep(300);
-      const title = `TorchTrap (TT202): ${fix.title}`;
-      const item = page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
-      await waitFor(
-        async () => {
-          if (await item.isVisible().catch(() => false)) return true;
-          await page.keyboard.press('Escape');
-          await vs.goTo(target.line, target.column + 1);
-          await page.keyboard.press('Control+.');
-          await item.waitFor({ state: 'visible', timeout: 4000 });
-          return true;
-        },
-        45_000,
-        `the quick fix "${title}" after Ctrl+.`,
-        100,
-      );
+      await expectRows(file, fmt(tt202Before), 'TT202');
+      const item = await vs.applyQuickFix(`TorchTrap (TT202): ${fix.title}`, async () => {
+        await vs.goTo(target.line, target.column + 1);
+        await sleep(300);
+      });
       if (screenshotOut) {
         await page.screenshot({ path: screenshotOut });
         log(`screenshot: ${path.relative(REPO, screenshotOut)} (${(fs.statSync(screenshotOut).size / 1024).toFixed(0)} KiB)`);
       }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'quickfix-menu.png') });
       await item.click();
       await page.locator('.action-widget').first().waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
       // The edit arrives asynchronously (the server resolves the code action): save until
       // the file on disk has it.
-      let got = '';
-      await waitFor(
-        async () => {
-          await page.keyboard.press('Control+S');
-          await sleep(300);
-          got = fs.readFileSync(path.join(ws, file), 'utf8');
-          return got === want;
-        },
-        20_000,
-        () => `the fixed text on disk; expected:\n${want}\n--- got:\n${got}`,
-      );
-      let now = '';
-      await waitFor(
-        async () => {
-          now = fmt((await rowsFor(file)).filter((r) => r.code === 'TT202'));
-          return now === fmt(tt202After);
-        },
-        30_000,
-        () => `the TT202 problem to disappear (want: "${fmt(tt202After)}", panel: "${now}")`,
-      );
+      await saveUntil(path.join(ws, file), (t) => t === want, () => `the fixed text on disk; expected:\n${want}\n--- got:\n${fs.readFileSync(path.join(ws, file), 'utf8')}`);
+      await expectRows(file, fmt(tt202After), 'TT202', 30_000);
     });
 
-    await test('status-and-explain', async () => {
-      // The language status item shows the server state and interpreter.
+    await test('fix-all', async () => {
+      const file = 'tt103_cuda_tensor_in_dataset.py';
+      const full = path.join(ws, file);
+      const want = cliFixed(python, libs, file, fs.readFileSync(full, 'utf8'));
+      if (want === fs.readFileSync(full, 'utf8')) {
+        throw new Error(`the CLI's --fix changes nothing in ${file}`);
+      }
+      await vs.openFile(file);
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor(file)).some((r) => r.code === 'TT103'), 60_000, `TT103 in ${file}`);
+      await vs.runCommand('TorchTrap: Fix All');
+      const said = await vs.toast(/TorchTrap: (Fixed \d+ findings?|Nothing to fix)/);
+      if (!/Fixed 1 finding\b/.test(said)) {
+        throw new Error(`Fix All said "${said}", expected "Fixed 1 finding"`);
+      }
+      log(`Fix All: "${said}"`);
+      await saveUntil(full, (t) => t === want, () => `the CLI's --fix text; expected:\n${want}\n--- got:\n${fs.readFileSync(full, 'utf8')}`);
+      await vs.clearToasts();
+      await vs.runCommand('TorchTrap: Fix All');
+      const again = await vs.toast(/TorchTrap: Nothing to fix/);
+      log(`Fix All again: "${again}"`);
+    });
+
+    await test('notebook', async () => {
+      const nbFile = path.join(ws, NOTEBOOK);
+      const findings = expected[NOTEBOOK] ?? [];
+      const tt201 = findings.filter((f) => f.code === 'TT201');
+      if (tt201.length !== 2 || !findings.some((f) => f.code === 'TT202')) {
+        throw new Error(`the CLI's notebook findings are not 2 x TT201 + TT202: ${fmt(findings)}`);
+      }
+      const want = codeCells(cliFixed(python, libs, NOTEBOOK, fs.readFileSync(nbFile, 'utf8')));
+      await vs.openFile(NOTEBOOK);
+      await page.locator('.view-line', { hasText: 'logits' }).first().waitFor({ timeout: 30_000 });
+      await vs.openProblems();
+      // Cell-relative lines, as the CLI reports them (`cell 3:4:8`).
+      let rows = '';
+      await waitFor(
+        async () => {
+          const all = await vs.problems();
+          rows = all.filter((r) => r.file.startsWith(NOTEBOOK)).map((r) => `${r.code}@${r.line}:${r.col}`).sort().join(' ');
+          return findings.every((f) => rows.includes(`${f.code}@${f.line}:${f.column + 1}`));
+        },
+        90_000,
+        () => `${findings.map((f) => `${f.code}@${f.line}:${f.column + 1}`).join(' ')} for ${NOTEBOOK} in the Problems panel (shown: "${rows}")`,
+      );
+      // Ctrl+. on the first TT201, reached from its row in the Problems panel.
+      const first = tt201[0];
+      const row = page.locator('.markers-panel .monaco-list-row', { hasText: `[Ln ${first?.line}, Col ${(first?.column ?? 0) + 1}]` }).filter({ hasText: 'TT201' }).first();
+      // A double click moves the focus into the cell editor, at the problem.
+      const title = `TorchTrap (TT201): ${first?.fixes[0]?.title}`;
+      const item = await vs.applyQuickFix(title, async () => {
+        await row.dblclick();
+        await sleep(400);
+      });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-quickfix.png') });
+      await item.click();
+      await waitFor(
+        async () => (await vs.problems()).filter((r) => r.file.startsWith(NOTEBOOK) && r.code === 'TT201').length === 1,
+        30_000,
+        'one TT201 left in the notebook after the quick fix',
+      );
+      // Fix All from the palette with the notebook (not a cell editor) focused.
+      await page.keyboard.press('Escape');
+      await page.locator('.notebook-editor').first().focus().catch(() => undefined);
+      await vs.runCommand('TorchTrap: Fix All');
+      const said = await vs.toast(/TorchTrap: (Fixed \d+ findings?|Nothing to fix)/);
+      if (!/Fixed 1 finding\b/.test(said)) {
+        throw new Error(`Fix All in the notebook said "${said}", expected "Fixed 1 finding"`);
+      }
+      await page.keyboard.press('Escape');
+      let got = '';
+      await saveUntil(
+        nbFile,
+        (t) => {
+          got = JSON.stringify(codeCells(t));
+          return got === JSON.stringify(want);
+        },
+        () => `the saved cells to be the CLI's --fix cells; expected:\n${JSON.stringify(want)}\n--- got:\n${got}`,
+      );
+      await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-fixed.png') });
+    });
+
+    await test('status-explain', async () => {
+      // The language status item shows the server state and interpreter, within the window.
       await vs.openFile(EXAMPLES.tt101);
       const statusEntry = page.locator('[id="status.languageStatus"]').first();
       await statusEntry.click();
       const hover = page.locator('.monaco-hover, .context-view', { hasText: 'TorchTrap' }).first();
       await hover.waitFor({ timeout: 10_000 });
+      await sleep(300);
       const hoverText = (await hover.innerText()).replace(/\s+/g, ' ');
-      if (!hoverText.includes(python)) {
-        throw new Error(`the language status does not show the interpreter ${python}: ${hoverText}`);
+      const venv = python.split('/').slice(-3)[0] ?? python;
+      if (!hoverText.includes(venv) || !/Python 3\.\d+/.test(hoverText)) {
+        throw new Error(`the language status does not show the interpreter (${venv}, Python 3.x): ${hoverText}`);
+      }
+      const overflow = await hover.evaluate((el) => {
+        const right = Math.max(...Array.from(el.querySelectorAll('*')).map((e) => e.getBoundingClientRect().right), el.getBoundingClientRect().right);
+        const left = Math.min(...Array.from(el.querySelectorAll('*')).map((e) => e.getBoundingClientRect().left), el.getBoundingClientRect().left);
+        return { left, right, width: window.innerWidth };
+      });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'status-popup.png') });
+      if (overflow.left < 0 || overflow.right > overflow.width) {
+        throw new Error(`the language status pop-up is cut off: ${JSON.stringify(overflow)}`);
       }
       await page.keyboard.press('Escape');
       // Explain Rule: the picker lists the rules, the doc opens as rendered markdown.
@@ -546,99 +851,129 @@ async function main() {
     await test('probe', async () => {
       const reportDir = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe');
       const reportJson = path.join(reportDir, 'torchtrap-probe-report.json');
+      // One editor: the report then opens in the other half of the window.
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openFile(EXAMPLES.tt101);
       // First: the progress notification is cancellable, and cancelling says so.
       await vs.runCommand('TorchTrap: Run GPU Probe');
       const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'GPU probe' }).first();
       await toast.waitFor({ timeout: 15_000 });
       await toast.hover();
       await toast.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
-      await page
-        .locator('.notifications-toasts .notification-toast', { hasText: 'GPU probe cancelled' })
-        .first()
-        .waitFor({ timeout: 20_000 });
+      await vs.toast(/GPU probe cancelled/, 20_000);
       log('probe cancelled from its progress notification');
       if (fs.existsSync(reportJson)) {
         throw new Error('a cancelled probe wrote a report');
       }
-      await page.keyboard.press('Escape');
-      // Then: the full run.
+      await vs.clearToasts();
+      // Then: the full run. Its progress names the step once, not the title twice.
       await vs.runCommand('TorchTrap: Run GPU Probe');
       await toast.waitFor({ timeout: 15_000 });
-      log('progress notification shown');
+      const progress = await vs.toast(/GPU probe.*\(\d+\/\d+\)/, 60_000);
+      if ((progress.match(/GPU probe/g) ?? []).length !== 1) {
+        throw new Error(`the progress repeats itself: "${progress}"`);
+      }
+      log(`progress: "${progress}"`);
       await waitFor(() => fs.existsSync(reportJson), PROBE_WAIT_MS, `the probe report (${reportJson})`, 1000);
       const doc = JSON.parse(fs.readFileSync(reportJson, 'utf8'));
-      /** @type {{id: string, verdict: string, rules: Record<string, string>}[]} */
+      /** @type {{id: string, verdict: string, summary: string, rules: Record<string, string>}[]} */
       const experiments = doc.experiments ?? [];
-      const ran = experiments.filter((e) => e.verdict === 'confirmed' || e.verdict === 'not-reproduced');
-      if (ran.length === 0) {
-        throw new Error(`no CPU experiment gave a verdict: ${JSON.stringify(experiments.map((e) => [e.id, e.verdict]))}`);
-      }
       log(`probe verdicts: ${experiments.map((e) => `${e.id}=${e.verdict}`).join(', ')}`);
-      await page.locator('.tabs-container .tab', { hasText: 'torchtrap-probe-report' }).first().waitFor({ timeout: 30_000 });
-      /** @type {string[]} */
-      let rows = [];
+      const rng = experiments.find((e) => e.id === 'worker-rng');
+      if (rng?.rules?.TT101 !== 'confirmed' || doc.rules?.TT101?.verdict !== 'confirmed') {
+        throw new Error(`worker-rng did not confirm TT101 on CPU: ${JSON.stringify(rng)?.slice(0, 600)}`);
+      }
+      await page.locator('.tabs-container .tab', { hasText: 'TorchTrap Probe Report' }).first().waitFor({ timeout: 30_000 });
+      /** @type {{lines: string[], overflow: number} | null} */
+      let seen = null;
       await waitFor(
         async () => {
           for (const frame of page.frames()) {
             const r = await frame
               .evaluate(() =>
-                document.querySelector('h1')?.textContent?.includes('TorchTrap probe')
-                  ? Array.from(document.querySelectorAll('tr')).map((tr) => /** @type {HTMLElement} */ (tr).innerText.replace(/\s+/g, ' '))
+                !document.querySelector('.monaco-workbench') && document.body?.innerText?.includes('TT101')
+                  ? {
+                      lines: Array.from(document.querySelectorAll('tr, li, p')).map((e) => /** @type {HTMLElement} */ (e).innerText.replace(/\s+/g, ' ')),
+                      overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                    }
                   : null,
               )
               .catch(() => null);
-            if (r) {
-              rows = r;
-              return ran.every((e) =>
-                rows.some((row) => row.includes(e.id) && row.includes(e.verdict) && Object.keys(e.rules ?? {}).every((c) => row.includes(c))),
-              );
+            if (r && r.lines.length > 0) {
+              seen = r;
+              if (r.lines.some((l) => l.includes('TT101') && /\bconfirmed\b/.test(l))) return true;
             }
           }
           return false;
         },
         30_000,
-        () => `a rendered report row with each CPU experiment's verdict and rules (rows: ${JSON.stringify(rows).slice(0, 1500)})`,
+        () => `TT101 "confirmed" in the rendered report (${JSON.stringify(seen).slice(0, 1500)})`,
       );
       await sleep(500);
-      await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') }).catch(() => undefined);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') });
+      if (seen && /** @type {{overflow: number}} */ (seen).overflow > 2) {
+        throw new Error(`the report is wider than its half-width panel by ${/** @type {{overflow: number}} */ (seen).overflow}px`);
+      }
+    });
+
+    await test('probe-no-torch', async () => {
+      if (!noTorchPython) {
+        throw new Error('no Python >= 3.10 without torch here (set E2E_PYTHON_NO_TORCH)');
+      }
+      const before = fs.readFileSync(settingsFile, 'utf8');
+      const ready = (logText(udd).match(/Server ready in/g) ?? []).length;
+      await editSettings(JSON.stringify({ ...JSON.parse(before), 'torchtrap.interpreter': noTorchPython }, null, 2));
+      try {
+        await waitFor(() => (logText(udd).match(/Server ready in/g) ?? []).length > ready, 60_000, `a server on ${noTorchPython}`);
+        await vs.runCommand('TorchTrap: Run GPU Probe');
+        const said = await vs.toast(/needs torch/, 60_000);
+        if (/--python/.test(said)) {
+          throw new Error(`the probe gives CLI advice in VS Code: "${said}"`);
+        }
+        const box = page.locator('.notifications-toasts .notification-toast', { hasText: 'needs torch' }).first();
+        for (const button of ['Select Interpreter', 'Open Settings']) {
+          await box.locator('.monaco-button', { hasText: button }).first().waitFor({ timeout: 5000 });
+        }
+        await page.screenshot({ path: path.join(ARTIFACTS, 'probe-no-torch.png') });
+        await box.locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
+        await page.locator('.settings-editor').first().waitFor({ timeout: 15_000 });
+        await page.locator('.settings-editor .setting-item-contents', { hasText: 'Interpreter' }).first().waitFor({ timeout: 15_000 });
+      } finally {
+        await page.keyboard.press('Escape');
+        await editSettings(before);
+      }
+      await waitFor(() => (logText(udd).match(/Server ready in/g) ?? []).length > ready + 1, 60_000, `the server back on ${python}`);
+      if (await page.locator('.settings-editor').first().isVisible().catch(() => false)) {
+        await page.keyboard.press('Control+W');
+      }
+    });
+
+    await test('restart', async () => {
+      await vs.openFile(EXAMPLES.tt101);
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT101'), 60_000, 'TT101 before the restart');
+      const ready = (logText(udd).match(/Server ready in/g) ?? []).length;
+      await vs.runCommand('TorchTrap: Restart Server');
+      await waitFor(
+        () => logText(udd).includes('Restarting the server (Restart Server command)') && (logText(udd).match(/Server ready in/g) ?? []).length > ready,
+        60_000,
+        'a new server after "TorchTrap: Restart Server"',
+      );
+      // The new server lints: a new line with a pitfall gets its squiggle.
+      await vs.goTo(1, 1);
+      await page.keyboard.press('Control+End');
+      await page.keyboard.type('\nlogp = torch.log(torch.softmax(torch.randn(3), dim=0))\n', { delay: 5 });
+      await waitFor(async () => (await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT201'), 60_000, 'TT201 from the restarted server');
+      // Leave the file as it was on disk.
+      await vs.runCommand('File: Revert File');
+      await waitFor(async () => !(await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT201'), 30_000, 'TT201 gone after the revert');
     });
 
     await test('settings-live', async () => {
       // Changing a setting takes effect without reloading the window: edit the user settings
       // (as a person would, in the settings.json editor) to ignore TT201, then undo it.
-      const settingsFile = path.join(udd, 'User', 'settings.json');
       const original = fs.readFileSync(settingsFile, 'utf8');
       const tt201 = async () => (await rowsFor(EXAMPLES.tt201)).filter((r) => r.code === 'TT201').length;
-      const editSettings = async (/** @type {string} */ text) => {
-        // VS Code 1.139 opens it in a modal editor (not a tab), with the focus in it.
-        await vs.runCommand('Preferences: Open User Settings (JSON)');
-        await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ timeout: 15_000 });
-        await sleep(500);
-        // Paste (typing would auto-close brackets and auto-indent).
-        await page.evaluate((t) => navigator.clipboard.writeText(t), text);
-        await page.keyboard.press('Control+A');
-        await page.keyboard.press('Control+V');
-        await waitFor(
-          async () => {
-            await page.keyboard.press('Control+S');
-            await sleep(300);
-            return fs.readFileSync(settingsFile, 'utf8') === text;
-          },
-          10_000,
-          () => `settings.json saved as wanted; it is:\n${fs.readFileSync(settingsFile, 'utf8')}`,
-        );
-        // Close the modal editor. The file on disk is already right: if VS Code still asks
-        // to save (a save raced with the paste), keep the disk's text.
-        await page.keyboard.press('Escape');
-        const dialog = page.locator('.monaco-dialog-box', { hasText: 'save' }).first();
-        if (await dialog.waitFor({ timeout: 1500 }).then(() => true, () => false)) {
-          await dialog.locator('.monaco-button', { hasText: "Don't Save" }).first().click();
-        }
-        await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
-        if (fs.readFileSync(settingsFile, 'utf8') !== text) {
-          throw new Error('settings.json changed while closing its editor');
-        }
-      };
       await vs.openFile(EXAMPLES.tt201);
       await vs.openProblems();
       await waitFor(async () => (await tt201()) > 0, 30_000, 'TT201 in the Problems panel before the change');
@@ -646,6 +981,61 @@ async function main() {
       await waitFor(async () => (await tt201()) === 0, 30_000, 'TT201 to disappear after "torchtrap.ignore": ["TT201"]');
       await editSettings(original);
       await waitFor(async () => (await tt201()) > 0, 30_000, 'TT201 to come back after removing the ignore');
+    });
+
+    await test('multi-root', async () => {
+      await openWorkbench(main.port, `workspace=${encodeURIComponent(multiFile)}`);
+      await vs.openFile('a_log_softmax.py');
+      await vs.openFile('b_log_softmax.py');
+      await vs.openFile('b_fix_on_save.py');
+      await vs.openProblems();
+      await waitFor(
+        async () => (await rowsFor('a_log_softmax.py')).some((r) => r.code === 'TT201') && (await rowsFor('b_fix_on_save.py')).some((r) => r.code === 'TT101'),
+        90_000,
+        'TT201 in folder a and TT101 in folder b',
+      );
+      // b's pyproject.toml ignores TT201: its copy of the same file has none.
+      await sleep(1000);
+      const bRows = await rowsFor('b_log_softmax.py');
+      if (bRows.some((r) => r.code === 'TT201')) {
+        throw new Error(`folder b's pyproject.toml (ignore TT201) is not applied: ${JSON.stringify(bRows)}`);
+      }
+      // Fix All on save (b's editor.codeActionsOnSave): an edit, Ctrl+S, the CLI's --fix text.
+      const file = path.join(multi, 'b', 'b_fix_on_save.py');
+      const edited = `# edited in the e2e\n${tt101Text}`;
+      const want = cliFixed(python, libs, 'b_fix_on_save.py', edited);
+      if (want === edited) {
+        throw new Error('the CLI fixes nothing in the TT101 example');
+      }
+      await vs.goTo(1, 1);
+      await page.keyboard.type('# edited in the e2e\n');
+      await saveUntil(file, (t) => t === want, () => `the fixed-on-save text; expected:\n${want}\n--- got:\n${fs.readFileSync(file, 'utf8')}`);
+      await waitFor(async () => !(await rowsFor('b_fix_on_save.py')).some((r) => r.code === 'TT101'), 30_000, 'TT101 gone after the fix on save');
+    });
+
+    await test('untrusted', async () => {
+      main.kill();
+      const second = await startCodeServer(udd2, [], 'code-server-untrusted.log');
+      await openWorkbench(second.port, `folder=${encodeURIComponent(untrusted)}`);
+      await vs.openFile('stored_rng.py');
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor('stored_rng.py')).some((r) => r.code === 'TT101'), 90_000, 'TT101 in the untrusted workspace');
+      if (fs.existsSync(mark)) {
+        throw new Error("the untrusted workspace's torchtrap.interpreter was run");
+      }
+      // VS Code itself hides restricted settings' workspace values; the client checks too.
+      const text = logText(udd2);
+      if (!text.includes(`Interpreter: ${python} (from setting)`) || text.includes(evil)) {
+        throw new Error(`the server did not run on the user's interpreter ${python}: ${text.slice(0, 800)}`);
+      }
+      const statusEntry = page.locator('[id="status.languageStatus"]').first();
+      await statusEntry.click();
+      const hover = page.locator('.monaco-hover, .context-view', { hasText: 'TorchTrap' }).first();
+      await hover.waitFor({ timeout: 10_000 });
+      const hoverText = (await hover.innerText()).replace(/\s+/g, ' ');
+      if (!hoverText.includes('restricted mode')) {
+        throw new Error(`the language status does not say "restricted mode": ${hoverText}`);
+      }
     });
   } catch (err) {
     const error = err instanceof Error ? err.stack ?? err.message : String(err);
@@ -657,26 +1047,17 @@ async function main() {
     killAll();
     await sleep(500);
     const failed = results.filter((r) => !r.ok);
-    // The TorchTrap log (client messages + server stderr + LSP trace) and code-server's logs.
-    const logsDir = path.join(udd, 'logs');
-    if (fs.existsSync(logsDir)) {
-      const found = [];
-      const walk = (/** @type {string} */ d) => {
-        for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-          const p = path.join(d, e.name);
-          if (e.isDirectory()) walk(p);
-          else if (/TorchTrap/i.test(e.name)) found.push(p);
-        }
-      };
-      walk(logsDir);
-      found.forEach((p, i) => fs.copyFileSync(p, path.join(ARTIFACTS, `torchtrap-server${i ? `-${i}` : ''}.log`)));
-      if (failed.length > 0) {
-        fs.cpSync(logsDir, path.join(ARTIFACTS, 'code-server-logs'), { recursive: true });
-      }
-      const activation = found.map((p) => /activated in (\d+) ms/.exec(fs.readFileSync(p, 'utf8'))?.[1]).find(Boolean);
-      const ready = found.map((p) => /Server ready in (\d+) ms/.exec(fs.readFileSync(p, 'utf8'))?.[1]).find(Boolean);
-      log(`extension activate(): ${activation ?? '?'} ms; server ready: ${ready ?? '?'} ms`);
+    // The TorchTrap logs (client messages + server stderr + LSP trace) and code-server's logs.
+    [udd, udd2].forEach((dir, k) =>
+      torchtrapLogs(dir).forEach((p, i) => fs.copyFileSync(p, path.join(ARTIFACTS, `torchtrap-server${k ? '-untrusted' : ''}${i ? `-${i}` : ''}.log`))),
+    );
+    if (failed.length > 0 && fs.existsSync(path.join(udd, 'logs'))) {
+      fs.cpSync(path.join(udd, 'logs'), path.join(ARTIFACTS, 'code-server-logs'), { recursive: true });
     }
+    const text = logText(udd);
+    const activation = /activated in (\d+) ms/.exec(text)?.[1];
+    const ready = /Server ready in (\d+) ms/.exec(text)?.[1];
+    log(`extension activate(): ${activation ?? '?'} ms; server ready: ${ready ?? '?'} ms`);
     if (failed.length === 0 && !process.env.E2E_KEEP) {
       fs.rmSync(tmp, { recursive: true, force: true });
     } else {
@@ -686,8 +1067,7 @@ async function main() {
     for (const r of results) {
       console.log(`${r.ok ? 'ok    ' : 'FAILED'} ${r.name} (${(r.ms / 1000).toFixed(1)}s)`);
     }
-    const expectedTests = 5;
-    const failedCount = Math.max(failed.length, expectedTests - passed);
+    const failedCount = Math.max(failed.length, TESTS.length - passed);
     console.log(`e2e total ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     console.log(`e2e: ${passed} passed, ${failedCount} failed`);
     process.exitCode = failedCount > 0 ? 1 : 0;
@@ -696,6 +1076,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof Error ? err.stack : err);
-  console.log('e2e: 0 passed, 5 failed');
+  console.log('e2e: 0 passed, 11 failed');
   process.exit(1);
 });

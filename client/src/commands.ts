@@ -3,15 +3,19 @@
 
 import * as vscode from 'vscode';
 import { WorkDoneProgress } from 'vscode-languageclient/node';
+import * as pythonExtension from './pythonExtension';
 import {
+  fixAllMessage,
   orderRules,
   parseProbeResult,
+  probeFailure,
   parseRuleDoc,
   parseRuleList,
   PercentTracker,
   probeArguments,
   ruleFileName,
 } from './report';
+import { showProbeReport } from './reportView';
 import type { TorchTrapServer } from './server';
 
 export const COMMANDS = {
@@ -64,13 +68,33 @@ function showError(server: TorchTrapServer, what: string, err: unknown): void {
   });
 }
 
+/** A probe without torch gets buttons to pick another interpreter, not CLI advice. */
+function showProbeError(server: TorchTrapServer, err: unknown): void {
+  const failure = probeFailure(err instanceof Error ? err.message : String(err));
+  if (!failure.needsTorch) {
+    showError(server, 'the GPU probe failed', err);
+    return;
+  }
+  server.log.error(`the GPU probe failed: ${failure.message}`);
+  const message = `TorchTrap: the GPU probe needs torch. ${failure.message} Or select the interpreter that has torch.`;
+  void vscode.window.showErrorMessage(message, 'Select Interpreter', 'Open Settings', 'Show Logs').then((choice) => {
+    if (choice === 'Select Interpreter') {
+      void pythonExtension.selectInterpreter();
+    } else if (choice === 'Open Settings') {
+      void vscode.commands.executeCommand('workbench.action.openSettings', 'torchtrap.interpreter');
+    } else if (choice === 'Show Logs') {
+      server.log.show();
+    }
+  });
+}
+
 async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<void> {
   const timeout = server.serverSettings().probe.timeout;
   let cancelled = false;
   let result: unknown;
   try {
     result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: running the GPU probe', cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: GPU probe', cancellable: true },
       async (progress, token) => {
         const client = await server.runningClient();
         const workDoneToken = `torchtrap-probe-${Date.now()}`;
@@ -80,8 +104,9 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
             return;
           }
           const increment = tracker.increment(value.percentage);
+          // Only the step ("worker-rng (2/6)"): the server's begin title repeats ours.
           progress.report({
-            message: value.message ?? (value.kind === 'begin' ? value.title : undefined),
+            message: value.message,
             ...(increment !== undefined ? { increment } : {}),
           });
         });
@@ -99,7 +124,7 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
       },
     );
   } catch (err) {
-    showError(server, 'the GPU probe failed', err);
+    showProbeError(server, err);
     return;
   }
   if (cancelled) {
@@ -113,7 +138,7 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
     await writeReport(dir, `${PROBE_REPORT_NAME}.json`, JSON.stringify(report.json, null, 2));
     const uri = await writeReport(dir, `${PROBE_REPORT_NAME}.md`, report.markdown);
     server.log.info(`GPU probe report: ${uri.fsPath}`);
-    await showMarkdownBeside(uri);
+    await showProbeReport(report.markdown);
   } catch (err) {
     showError(server, 'the GPU probe report', err);
   }
@@ -154,14 +179,30 @@ async function explainRule(server: TorchTrapServer, storage: vscode.Uri, code?: 
   }
 }
 
+/** The document Fix All works on: the Python file, or the whole notebook (not one cell). */
+function fixAllTarget(): vscode.Uri | undefined {
+  const text = vscode.window.activeTextEditor;
+  if (text && text.document.uri.scheme !== 'vscode-notebook-cell') {
+    return text.document.languageId === 'python' ? text.document.uri : undefined;
+  }
+  return vscode.window.activeNotebookEditor?.notebook.uri ?? text?.document.uri;
+}
+
 async function fixAll(server: TorchTrapServer, uri?: unknown): Promise<void> {
-  const target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+  const target = uri instanceof vscode.Uri ? uri : fixAllTarget();
   if (!target) {
-    void vscode.window.showInformationMessage('TorchTrap: open a Python file to fix.');
+    void vscode.window.showInformationMessage('TorchTrap: open a Python file or notebook to fix.');
     return;
   }
   try {
-    await server.executeCommand(SERVER_COMMANDS.fixAll, [target.toString()]);
+    const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [target.toString()]);
+    const message = `TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.');
+    server.log.info(`Fix All ${target.toString()}: ${message}`);
+    if (server.serverSettings(target).showNotifications === 'off') {
+      vscode.window.setStatusBarMessage(message, 5000);
+    } else {
+      void vscode.window.showInformationMessage(message);
+    }
   } catch (err) {
     showError(server, 'Fix All failed', err);
   }

@@ -62,3 +62,26 @@ export async function onDidChangeInterpreter(listener: () => void): Promise<vsco
     return undefined;
   }
 }
+
+/**
+ * "Select Interpreter": the Python extension's picker when it is installed, else a file
+ * dialog whose choice becomes `torchtrap.interpreter` (of the workspace when one is open).
+ */
+export async function selectInterpreter(): Promise<void> {
+  if (isInstalled()) {
+    await vscode.commands.executeCommand('python.setInterpreter');
+    return;
+  }
+  const picked = await vscode.window.showOpenDialog({
+    title: 'TorchTrap: choose the Python interpreter (with torch for the GPU probe)',
+    openLabel: 'Use this Python',
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+  });
+  const exe = picked?.[0]?.fsPath;
+  if (exe) {
+    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    await vscode.workspace.getConfiguration('torchtrap').update('interpreter', exe, target);
+  }
+}

@@ -180,7 +180,7 @@ export class TorchTrapServer implements vscode.Disposable {
     }
     this.notified.add(key);
     const actions = ['Open Settings', 'Show Logs'];
-    if (pythonExtension.isInstalled() && problem.kind !== 'noTorchtrap' && problem.kind !== 'bundleMissing') {
+    if (problem.kind !== 'noTorchtrap' && problem.kind !== 'bundleMissing') {
       actions.unshift('Select Interpreter');
     }
     void vscode.window.showErrorMessage(problem.message, ...actions).then((choice) => {
@@ -190,7 +190,7 @@ export class TorchTrapServer implements vscode.Disposable {
       } else if (choice === 'Show Logs') {
         this.log.show();
       } else if (choice === 'Select Interpreter') {
-        void vscode.commands.executeCommand('python.setInterpreter');
+        void pythonExtension.selectInterpreter();
       }
     });
   }

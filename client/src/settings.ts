@@ -2,7 +2,8 @@
 // No `vscode` import here, so the unit tests run in plain Node.
 
 export type RunMode = 'onType' | 'onSave';
-export type SeverityName = 'Error' | 'Warning' | 'Information' | 'Hint';
+/** The names `[tool.torchtrap] severity` uses in pyproject.toml. */
+export type SeverityName = 'error' | 'warning' | 'info' | 'hint';
 export type ImportStrategy = 'useBundled' | 'fromEnvironment';
 export type NotificationLevel = 'off' | 'onError' | 'onWarning' | 'always';
 
@@ -50,16 +51,16 @@ export const DEFAULTS: Readonly<ServerSettings & LaunchSettings> = Object.freeze
 });
 
 const SEVERITY_ALIASES: Record<string, SeverityName> = {
-  error: 'Error',
-  err: 'Error',
-  warning: 'Warning',
-  warn: 'Warning',
-  information: 'Information',
-  info: 'Information',
-  hint: 'Hint',
+  error: 'error',
+  err: 'error',
+  warning: 'warning',
+  warn: 'warning',
+  information: 'info',
+  info: 'info',
+  hint: 'hint',
 };
 
-/** `"warn"`, `"WARNING"`, `"Warning"` -> `"Warning"`; unknown -> undefined. */
+/** `"warn"`, `"WARNING"`, `"Warning"` -> `"warning"`; VS Code's names (`Information`) too. */
 export function parseSeverity(value: unknown): SeverityName | undefined {
   if (typeof value !== 'string') {
     return undefined;
@@ -96,7 +97,7 @@ export function parseSeverityMap(value: unknown, problems: string[]): Record<str
     return out;
   }
   if (typeof value !== 'object' || Array.isArray(value)) {
-    problems.push('torchtrap.severity must be an object like {"TT2": "Error"}; ignored.');
+    problems.push('torchtrap.severity must be an object like {"TT2": "error"}; ignored.');
     return out;
   }
   for (const [code, sev] of Object.entries(value as Record<string, unknown>)) {
@@ -104,7 +105,7 @@ export function parseSeverityMap(value: unknown, problems: string[]): Record<str
     if (code.trim() === '' || name === undefined) {
       problems.push(
         `torchtrap.severity: ignored ${JSON.stringify(code)}: ${JSON.stringify(sev)} ` +
-          '(use Error, Warning, Information or Hint).',
+          '(use error, warning, info or hint).',
       );
       continue;
     }

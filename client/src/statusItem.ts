@@ -28,10 +28,11 @@ export class StatusItem implements vscode.Disposable {
     this.item.detail = view.detail;
     this.item.severity = SEVERITY[view.severity];
     this.item.busy = view.busy;
+    this.item.accessibilityInformation = { label: `TorchTrap: ${view.tooltip}` };
     this.item.command =
       state.phase === 'error' || state.phase === 'stopped'
-        ? { title: 'Restart', command: 'torchtrap.vscode.restart' }
-        : { title: 'Show Logs', command: 'torchtrap.vscode.showLogs' };
+        ? { title: 'Restart', command: 'torchtrap.vscode.restart', tooltip: view.tooltip }
+        : { title: 'Show Logs', command: 'torchtrap.vscode.showLogs', tooltip: view.tooltip };
   }
 
   dispose(): void {

@@ -57,10 +57,13 @@ class Notebook:
     def uri_of(self, index: int) -> str:
         return self.cells[index].uri
 
-    def set_text(self, index: int, text: str) -> int:
+    def set_text(self, index: int, text: str, bump_notebook: bool = True) -> int:
+        """bump_notebook=False: as VS Code does for a cell edit (the notebook's
+        own version stays, only the cell's changes)."""
         cell = self.cells[index]
         cell.text, cell.version = text, cell.version + 1
-        self.version += 1
+        if bump_notebook:
+            self.version += 1
         self._send(
             types.NotebookDocumentCellChanges(
                 text_content=[
@@ -108,6 +111,19 @@ class Notebook:
                 cell_text_documents=[types.TextDocumentIdentifier(uri=c.uri) for c in self.cells],
             )
         )
+
+
+async def test_cell_edit_without_a_new_notebook_version_is_linted(root: Path) -> None:
+    """VS Code sends a quick fix applied to a cell as a cell text change with the
+    notebook's version unchanged; the squiggle must still go away."""
+    async with session(root) as h:
+        nb = Notebook(h, root / "edit.ipynb", [("code", "x = 1"), ("code", "danger(x)")])
+        second = nb.uri_of(1)
+        assert [d.code for d in await h.diagnostics(second, 1)] == ["TT901"]
+        version = nb.set_text(1, "safe(x)", bump_notebook=False)
+        assert await h.diagnostics(second, version) == []
+        version = nb.set_text(1, "danger(x)", bump_notebook=False)
+        assert [d.code for d in await h.diagnostics(second, version)] == ["TT901"]
 
 
 async def test_notebook_cells(root: Path) -> None:

@@ -1,5 +1,5 @@
-"""The CPU experiments, run for real with the venv's torch, agree with
-/work/shared/research/pitfall-facts.md (section 1) and finish in time."""
+"""The CPU experiments, run for real with the venv's torch, agree with the
+measured facts in the rule docs (TT101, TT102) and finish in time."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from tests.probe.helpers import experiment_of
 from torchtrap.probe import confirmed_rules, validate
 from torchtrap.probe.catalog import EXPERIMENT_IDS, EXPERIMENTS_DIR
+from torchtrap.probe.process import run_script
 
 STORED = [
     "stored np.random.default_rng",
@@ -98,15 +99,10 @@ def test_gpu_experiments_are_skipped_with_the_reason(cpu_doc: dict[str, Any]) ->
 
 
 def _run_script(name: str, *args: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, str(EXPERIMENTS_DIR / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    """One script, launched as the runner launches it (spawn workers included)."""
+    run = run_script(sys.executable, EXPERIMENTS_DIR / name, timeout=120, args=args)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_stored_torch_generator_crashes_spawn_workers() -> None:

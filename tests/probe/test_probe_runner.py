@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from torchtrap.probe.catalog import Experiment
+from torchtrap.probe.process import run_script
 from torchtrap.probe.report import Interpreter
-from torchtrap.probe.runner import run_experiments, run_script
+from torchtrap.probe.runner import run_experiments
 
 # Starts a child that would outlive a plain kill, records its pid, then hangs.
 HANG = """

@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { orderRules, parseProbeResult, parseRuleDoc, parseRuleList, PercentTracker, probeArguments, ruleFileName } from '../../src/report';
-import { describeState } from '../../src/status';
+import {
+  fixAllMessage,
+  labelTableCells,
+  orderRules,
+  parseProbeResult,
+  parseRuleDoc,
+  parseRuleList,
+  PercentTracker,
+  plainMarkdownHtml,
+  probeArguments,
+  probeFailure,
+  reportPage,
+  ruleFileName,
+} from '../../src/report';
+import { describeState, shortPath } from '../../src/status';
 import { classifyStderrLine, traceEnabled } from '../../src/logs';
 
 describe('probe result', () => {
@@ -57,18 +70,23 @@ describe('status item', () => {
     });
     assert.equal(v.severity, 'information');
     assert.match(v.text, /TorchTrap/);
-    assert.match(v.detail, /Python 3\.11\.2 · \/usr\/bin\/python3 \(PATH\)/);
-    assert.match(v.detail, /bundled/);
+    assert.equal(v.detail, 'Python 3.11.2 (/usr/bin/python3) · bundled');
+    assert.match(v.tooltip, /\/usr\/bin\/python3 \(from PATH\)/);
   });
-  it('error is an error and carries the message', () => {
-    const v = describeState({ phase: 'error', message: 'needs Python 3.10' });
-    assert.equal(v.severity, 'error');
-    assert.match(v.detail, /needs Python 3\.10/);
+  it('keeps the pop-up line short; the tooltip has it all', () => {
+    const exe = '/root/.cache/torchtrap-e2e/py-torch-2.13.0/bin/python';
+    const message = `TorchTrap could not run ${exe} (from torchtrap.interpreter): no such file. Set torchtrap.interpreter to a Python 3.10 or newer.`;
+    const v = describeState({ phase: 'error', message, interpreter: { executable: exe, source: 'setting' }, strategy: 'useBundled' });
+    assert.ok(v.detail.length <= 90, v.detail);
+    assert.match(v.detail, /Python \(py-torch-2\.13\.0\) · bundled$/);
+    assert.ok(v.tooltip.includes(message) && v.tooltip.includes(exe));
   });
-  it('starting is busy; restricted mode is shown', () => {
-    const v = describeState({ phase: 'starting', restricted: true });
-    assert.equal(v.busy, true);
-    assert.match(v.detail, /restricted/);
+  it('shortens paths: the venv folder, else the end', () => {
+    assert.equal(shortPath('/usr/bin/python3'), '/usr/bin/python3');
+    assert.equal(shortPath('/home/me/projects/vision/.venv/bin/python'), '.venv');
+    assert.equal(shortPath('C:\\Users\\me\\envs\\torch\\Scripts\\python.exe'), 'torch');
+    assert.equal(shortPath('/opt/very/long/install/prefix/python3.11'), '…/prefix/python3.11');
+    assert.equal(shortPath(`/x/${'y'.repeat(50)}`), `…/${'y'.repeat(50)}`);
   });
 });
 
@@ -87,5 +105,69 @@ describe('server stderr levels', () => {
     assert.equal(traceEnabled('messages'), true);
     assert.equal(traceEnabled('verbose'), true);
     assert.equal(traceEnabled(undefined), false);
+  });
+});
+
+describe('fix all message', () => {
+  it('counts the fixes and the skipped unsafe ones', () => {
+    assert.equal(fixAllMessage({ fixed: 3, skippedUnsafe: 1 }), 'Fixed 3 findings (1 unsafe fix skipped)');
+    assert.equal(fixAllMessage({ fixed: 1, skippedUnsafe: 0 }), 'Fixed 1 finding');
+    assert.equal(fixAllMessage({ fixed: 0, skippedUnsafe: 2 }), 'Nothing to fix (2 unsafe fixes skipped)');
+  });
+  it('reads older servers and no result at all', () => {
+    assert.equal(fixAllMessage({ applied: true, fixes: 2 }), 'Fixed 2 findings');
+    assert.equal(fixAllMessage({ applied: false, fixes: 0 }), 'Nothing to fix');
+    assert.equal(fixAllMessage({ applied: false, fixes: 4 }), 'Nothing to fix');
+    assert.equal(fixAllMessage(null), 'Nothing to fix');
+    assert.equal(fixAllMessage({ fixed: -1, fixes: 'x' }), 'Nothing to fix');
+  });
+  it("prefers the server's own message", () => {
+    assert.equal(fixAllMessage({ fixed: 1, message: ' Fixed 1 finding in 2 cells ' }), 'Fixed 1 finding in 2 cells');
+  });
+});
+
+describe('probe failure', () => {
+  it('turns missing torch into a choice, without CLI flags', () => {
+    const f = probeFailure(
+      'torch is not installed in /usr/bin/python3 (Python 3.11.2).\nInstall it with: /usr/bin/python3 -m pip install torch\n' +
+        'or point the probe at the interpreter that has it: --python PATH',
+    );
+    assert.equal(f.needsTorch, true);
+    assert.ok(!f.message.includes('--python'));
+    assert.match(f.message, /^torch is not installed in \/usr\/bin\/python3 \(Python 3\.11\.2\)\. Install it with: /);
+  });
+  it('leaves other failures alone', () => {
+    assert.deepEqual(probeFailure('the timeout must be positive, got 0'), { needsTorch: false, message: 'the timeout must be positive, got 0' });
+  });
+});
+
+describe('report page', () => {
+  const table =
+    '<table>\n<thead>\n<tr>\n<th>Experiment</th>\n<th style="text-align:right">Time</th>\n</tr>\n</thead>\n' +
+    '<tbody>\n<tr>\n<td><code>worker-rng</code></td>\n<td style="text-align:right">1.9 s</td>\n</tr>\n</tbody>\n</table>';
+  it('labels each cell with its column header (cards in a narrow panel)', () => {
+    const out = labelTableCells(table);
+    assert.match(out, /<td data-label="Experiment"><code>worker-rng<\/code><\/td>/);
+    assert.match(out, /<td style="text-align:right" data-label="Time">1\.9 s<\/td>/);
+  });
+  it("reads the markdown extension's tables (attributes on every tag)", () => {
+    const html =
+      '<table data-line="3" class="code-line" dir="auto">\n<thead data-line="3" class="code-line" dir="auto">\n<tr data-line="3" class="code-line" dir="auto">\n' +
+      '<th>Rule</th>\n<th>Verdict</th>\n</tr>\n</thead>\n<tbody data-line="5" class="code-line" dir="auto">\n<tr data-line="5" class="code-line" dir="auto">\n' +
+      '<td>TT101</td>\n<td><strong>confirmed</strong></td>\n</tr>\n</tbody>\n</table>';
+    const out = labelTableCells(html);
+    assert.match(out, /<td data-label="Rule">TT101<\/td>/);
+    assert.match(out, /<td data-label="Verdict"><strong>confirmed<\/strong><\/td>/);
+  });
+  it('is a page without scripts, with a narrow layout', () => {
+    const page = reportPage(table, 'A <b>', 'n0nce', 'vscode-resource:');
+    assert.match(page, /default-src 'none'/);
+    assert.ok(!/<script/i.test(page));
+    assert.match(page, /@media \(max-width: 560px\)/);
+    assert.match(page, /<title>A &lt;b&gt;<\/title>/);
+    assert.match(page, /data-label="Time"/);
+  });
+  it('escapes plain markdown', () => {
+    assert.equal(plainMarkdownHtml('<x> & y'), '<pre>&lt;x&gt; &amp; y</pre>');
   });
 });

@@ -42,7 +42,7 @@ describe('readSettings', () => {
       run: 'onSave',
       select: ['TT1', 'TT202'],
       ignore: ['TT103'],
-      severity: { TT2: 'Error', TT101: 'Hint', TT102: 'Warning', TT103: 'Information' },
+      severity: { TT2: 'error', TT101: 'hint', TT102: 'warning', TT103: 'info' },
       probe: { timeout: 30 },
       showNotifications: 'always',
       torchVersion: '1.8',
@@ -72,7 +72,7 @@ describe('readSettings', () => {
     assert.equal(s.server.run, 'onType');
     assert.deepEqual(s.server.select, []);
     assert.deepEqual(s.server.ignore, ['TT2']);
-    assert.deepEqual(s.server.severity, { TT2: 'Warning' });
+    assert.deepEqual(s.server.severity, { TT2: 'warning' });
     assert.equal(s.server.probe.timeout, 120);
     assert.equal(s.server.showNotifications, 'onError');
     assert.equal(s.launch.importStrategy, 'useBundled');
@@ -98,9 +98,10 @@ describe('readSettings', () => {
 
 describe('parseSeverity', () => {
   it('knows the spellings', () => {
-    assert.equal(parseSeverity('ERROR'), 'Error');
-    assert.equal(parseSeverity('info'), 'Information');
-    assert.equal(parseSeverity('Hint'), 'Hint');
+    assert.equal(parseSeverity('ERROR'), 'error');
+    assert.equal(parseSeverity('info'), 'info');
+    assert.equal(parseSeverity('Information'), 'info');
+    assert.equal(parseSeverity('Hint'), 'hint');
     assert.equal(parseSeverity('loud'), undefined);
     assert.equal(parseSeverity(3), undefined);
   });

@@ -32,6 +32,10 @@ class Notebook:
     notebook_type: str
     version: int
     cells: list[types.NotebookCell] = field(default_factory=list)
+    # Bumped on every change the client reports: VS Code keeps the notebook's own
+    # version when only a cell's text changes, so `version` cannot tell the lint
+    # results of two texts apart.
+    revision: int = 0
 
     @property
     def path(self) -> str | None:
@@ -75,6 +79,7 @@ class NotebookStore:
     ) -> NotebookChange:
         notebook = self._notebooks[params.notebook_document.uri]
         notebook.version = params.notebook_document.version
+        notebook.revision += 1
         out = NotebookChange()
         cells = params.change.cells
         if cells is None:

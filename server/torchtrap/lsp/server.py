@@ -225,7 +225,7 @@ class TorchTrapServer(LanguageServer):
     def current_version(self, key: str) -> int | None:
         notebook = self.notebooks.get(key)
         if notebook is not None:
-            return notebook.version
+            return notebook.revision
         doc = self.docs.get(key)
         return doc.version if doc is not None else None
 
@@ -246,7 +246,7 @@ class TorchTrapServer(LanguageServer):
             position = {cell.document: n for n, cell in enumerate(notebook.cells, 1)}
             numbers = tuple(position.get(d.uri, i + 1) for i, d in enumerate(texts))
             return Snapshot(
-                key, notebook.version, notebook.path, tuple(texts), True, fallback, numbers
+                key, notebook.revision, notebook.path, tuple(texts), True, fallback, numbers
             )
         doc = self.docs.get(key)
         if doc is None:

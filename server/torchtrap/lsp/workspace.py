@@ -29,7 +29,7 @@ class DocText:
 @dataclass(frozen=True)
 class Snapshot:
     key: str  # the document's URI, or the notebook's
-    version: int  # the document's version, or the notebook's
+    version: int  # the document's version, or the notebook's revision
     path: str | None  # filesystem path (config lookup, rules); None if unsaved
     docs: tuple[DocText, ...]  # one, or the notebook's code cells in order
     notebook: bool = False

@@ -10,6 +10,7 @@ import sys
 
 from torchtrap.probe.catalog import PREFLIGHT_SCRIPT
 from torchtrap.probe.errors import ProbeError, TorchMissing
+from torchtrap.probe.process import last_json_line, run_script
 from torchtrap.probe.report import Interpreter
 
 MIN_PYTHON = (3, 7)
@@ -64,8 +65,6 @@ def _cuda_note(info: dict[str, object]) -> str:
 def inspect_interpreter(python: str | None, timeout: float = 60.0) -> Interpreter:
     """Raises ProbeError (TorchMissing when torch is absent) with a message
     meant for the user, never a traceback."""
-    from torchtrap.probe.runner import last_json_line, run_script
-
     path = resolve_python(python)
     try:
         run = run_script(path, PREFLIGHT_SCRIPT, timeout)

@@ -1,29 +1,19 @@
-"""Runs the probe's scripts in the user's interpreter, one subprocess each.
-
-Each script runs as `python <script>` in its own session (process group) from
-an empty temporary directory, so nothing from the user's workspace is on its
-path; on timeout or cancellation the whole group is killed (DataLoader
-workers included). The runner never imports torch.
+"""Runs the probe's experiments one after another in the user's interpreter
+(one subprocess each, see process.py) and turns their output into a report.
+The runner never imports torch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from torchtrap.probe.catalog import Experiment
 from torchtrap.probe.interpreter import inspect_interpreter
+from torchtrap.probe.process import ScriptRun, last_json_line, run_script
 from torchtrap.probe.report import (
     ERROR,
     SKIPPED,
@@ -37,138 +27,7 @@ from torchtrap.probe.report import (
 Progress = Callable[[str, int, int], None]
 
 DEFAULT_TIMEOUT_S = 300.0  # the whole probe; each experiment also has its own limit
-_POLL_S = 0.1
-_EXIT_GRACE_S = 2.0  # after the script exits, how long its leftover children may hold the pipes
 _TAIL = 2000
-
-
-@dataclass
-class ScriptRun:
-    returncode: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-    cancelled: bool = False
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: group id == pid
-    else:  # Windows: /T takes the child tree with it
-        subprocess.run(
-            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        proc.kill()
-
-
-def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    try:
-        out, err = proc.communicate(timeout=5)
-        return out or "", err or ""
-    except subprocess.TimeoutExpired:
-        # Something outside the group still holds the pipes: give up on the output.
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait(timeout=5)
-        return "", ""
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ inside the installed package
-    env["PYTHONUNBUFFERED"] = "1"  # a killed script still shows how far it got
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
-
-
-def run_script(
-    python: str,
-    script: Path,
-    timeout: float,
-    cancel: threading.Event | None = None,
-    args: Sequence[str] = (),
-) -> ScriptRun:
-    """Run `python script args` in a new process group, killed after `timeout`
-    seconds or when `cancel` is set."""
-    kwargs: dict[str, Any] = {}
-    if os.name == "posix":
-        kwargs["start_new_session"] = True
-    else:
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-    started = time.monotonic()
-    deadline = started + max(timeout, 0.0)
-    timed_out = cancelled = False
-    exited_at: float | None = None
-    with tempfile.TemporaryDirectory(prefix="torchtrap-probe-") as cwd:
-        proc = subprocess.Popen(
-            [python, str(script), *args],
-            cwd=cwd,
-            env=_child_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            **kwargs,
-        )
-        try:
-            while True:
-                try:
-                    out, err = proc.communicate(timeout=_POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                now = time.monotonic()
-                if proc.poll() is not None:
-                    # The script is done but a leftover child keeps the pipes open.
-                    exited_at = exited_at or now
-                    if now - exited_at > _EXIT_GRACE_S:
-                        _kill_group(proc)
-                        out, err = _drain(proc)
-                        break
-                    continue
-                if cancel is not None and cancel.is_set():
-                    cancelled = True
-                elif now >= deadline:
-                    timed_out = True
-                else:
-                    continue
-                _kill_group(proc)
-                out, err = _drain(proc)
-                break
-        except BaseException:
-            _kill_group(proc)  # KeyboardInterrupt and friends: leave no orphans
-            proc.wait()
-            raise
-        if os.name == "posix" and not (timed_out or cancelled):
-            _kill_group(proc)  # daemonic workers a crashed script left behind
-    return ScriptRun(
-        returncode=proc.returncode,
-        stdout=out or "",
-        stderr=err or "",
-        seconds=time.monotonic() - started,
-        timed_out=timed_out,
-        cancelled=cancelled,
-    )
-
-
-def last_json_line(stdout: str) -> dict[str, Any] | None:
-    """The JSON object on the last non-empty stdout line, if there is one."""
-    for line in reversed(stdout.splitlines()):
-        if line.strip():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
 
 
 def _one_line(text: Any) -> str:

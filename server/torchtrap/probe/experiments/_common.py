@@ -1,6 +1,7 @@
-"""Helpers shared by the experiment scripts. Each script runs as
-``python probe_x.py`` in the user's interpreter, where torchtrap is not
-installed; the script's own folder is on ``sys.path``, so they import this."""
+"""Helpers shared by the experiment scripts. Each script runs in the user's
+interpreter, where torchtrap is not installed; the probe starts it with this
+folder put on ``sys.path`` explicitly (probe/process.py), whatever the
+caller's ``-P``/``PYTHONSAFEPATH``, so the scripts import this by name."""
 
 from __future__ import annotations
 

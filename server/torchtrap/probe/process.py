@@ -1,0 +1,195 @@
+"""Starts one probe script in the user's interpreter and collects its output.
+
+A script runs in its own session (process group) from an empty temporary
+directory, so nothing from the user's workspace is on its path; on timeout or
+cancellation the whole group is killed (DataLoader workers included).
+
+The launch does not depend on how the caller was started: the scripts import
+their helper module (`_common`) from their own folder, and Python puts that
+folder on `sys.path` only when neither `-P`/`PYTHONSAFEPATH` (which the VS Code
+client sets for the server) nor `-I` is in effect. So `python -c BOOTSTRAP
+script args` puts the folder there explicitly, and the environment the script
+sees is built here (`script_env`) instead of inherited as is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_POLL_S = 0.1
+_EXIT_GRACE_S = 2.0  # after the script exits, how long its leftover children may hold the pipes
+
+# argv: ["-c", script, *args]; runpy sets __file__ and __name__ == "__main__", and
+# multiprocessing's spawn start method re-imports the script from __file__ with this sys.path.
+BOOTSTRAP = (
+    "import os, runpy, sys; "
+    "sys.argv[:] = sys.argv[1:]; "
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0]))); "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+# Variables of ours or of the caller's own launch that must not reach the user's interpreter.
+_DROPPED = ("PYTHONSAFEPATH", "PYTHONINSPECT")
+# The folder torchtrap itself is imported from (the VS Code extension's bundled libs, or a
+# checkout's server/): on PYTHONPATH only for the server, never for the user's torch.
+_OWN_ROOT = Path(__file__).resolve().parents[2]
+
+
+def script_command(python: str, script: Path, args: Sequence[str] = ()) -> list[str]:
+    """The command line that runs `script` in `python`, whatever the caller's flags."""
+    return [python, "-c", BOOTSTRAP, str(script), *args]
+
+
+def _same_dir(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b
+    except (OSError, RuntimeError):
+        return False
+
+
+def script_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a script: `base` (default os.environ) without the variables
+    that change how Python starts, and without torchtrap's own folder on PYTHONPATH
+    (unless torch lives there too), plus unbuffered UTF-8 output."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _DROPPED}
+    if env.get("PYTHONPATH") and not (_OWN_ROOT / "torch").is_dir():
+        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if not _same_dir(p, _OWN_ROOT)]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            del env["PYTHONPATH"]
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ inside the installed package
+    env["PYTHONUNBUFFERED"] = "1"  # a killed script still shows how far it got
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+@dataclass
+class ScriptRun:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    cancelled: bool = False
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: group id == pid
+    else:  # Windows: /T takes the child tree with it
+        subprocess.run(
+            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        proc.kill()
+
+
+def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        out, err = proc.communicate(timeout=5)
+        return out or "", err or ""
+    except subprocess.TimeoutExpired:
+        # Something outside the group still holds the pipes: give up on the output.
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait(timeout=5)
+        return "", ""
+
+
+def run_script(
+    python: str,
+    script: Path,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    args: Sequence[str] = (),
+) -> ScriptRun:
+    """Run `script args` in `python` in a new process group, killed after `timeout`
+    seconds or when `cancel` is set."""
+    kwargs: dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    started = time.monotonic()
+    deadline = started + max(timeout, 0.0)
+    timed_out = cancelled = False
+    exited_at: float | None = None
+    with tempfile.TemporaryDirectory(prefix="torchtrap-probe-") as cwd:
+        proc = subprocess.Popen(
+            script_command(python, script, args),
+            cwd=cwd,
+            env=script_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            **kwargs,
+        )
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if proc.poll() is not None:
+                    # The script is done but a leftover child keeps the pipes open.
+                    exited_at = exited_at or now
+                    if now - exited_at > _EXIT_GRACE_S:
+                        _kill_group(proc)
+                        out, err = _drain(proc)
+                        break
+                    continue
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                elif now >= deadline:
+                    timed_out = True
+                else:
+                    continue
+                _kill_group(proc)
+                out, err = _drain(proc)
+                break
+        except BaseException:
+            _kill_group(proc)  # KeyboardInterrupt and friends: leave no orphans
+            proc.wait()
+            raise
+        if os.name == "posix" and not (timed_out or cancelled):
+            _kill_group(proc)  # daemonic workers a crashed script left behind
+    return ScriptRun(
+        returncode=proc.returncode,
+        stdout=out or "",
+        stderr=err or "",
+        seconds=time.monotonic() - started,
+        timed_out=timed_out,
+        cancelled=cancelled,
+    )
+
+
+def last_json_line(stdout: str) -> dict[str, Any] | None:
+    """The JSON object on the last non-empty stdout line, if there is one."""
+    for line in reversed(stdout.splitlines()):
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
