@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "exclude",
     "extend-exclude",
     "torch-version",
+    "numpy-version",
 }
 
 DEFAULT_EXCLUDE = (
@@ -54,6 +55,7 @@ class Config:
     severity: tuple[tuple[str, Severity], ...] = ()
     exclude: tuple[str, ...] = ()
     torch_version: str | None = None
+    numpy_version: str | None = None
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -199,10 +201,15 @@ def from_table(
     else:
         warnings.append(f"{where}[tool.torchtrap] severity must be a table; ignored")
 
-    torch_version = table.get("torch-version")
-    if torch_version is not None and not isinstance(torch_version, str):
-        warnings.append(f'{where}torch-version must be a string like "2.3"; ignored')
-        torch_version = None
+    def version(key: str, example: str) -> str | None:
+        value = table.get(key)
+        if value is not None and not isinstance(value, str):
+            warnings.append(f'{where}{key} must be a string like "{example}"; ignored')
+            return None
+        return value
+
+    torch_version = version("torch-version", "2.3")
+    numpy_version = version("numpy-version", "1.26")
 
     return Config(
         select=select,
@@ -211,6 +218,7 @@ def from_table(
         severity=tuple(severity),
         exclude=str_list("exclude") + str_list("extend-exclude"),
         torch_version=torch_version,
+        numpy_version=numpy_version,
         root=root,
         source=source,
         warnings=tuple(warnings),
@@ -255,12 +263,17 @@ def load_config(start: str | Path) -> Config:
     return from_table(table, root=path.parent, source=path)
 
 
-# -- the project's torch version (TT102 depends on it) -----------------------
+# -- the project's torch and numpy versions (TT102, TT209 depend on them) ----
 
-_PIN_RE = re.compile(
-    r"""^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(==|~=|<=|<|>=)\s*v?([0-9]+(?:\.[0-9]+)*)""",
-    re.MULTILINE,
-)
+
+def _pin_re(package: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"""^\s*["']?{package}\s*(?:\[[^\]]*\])?\s*(==|~=|<=|<|>=)\s*v?([0-9]+(?:\.[0-9]+)*)""",
+        re.MULTILINE,
+    )
+
+
+_PIN_RES = {package: _pin_re(package) for package in ("torch", "numpy")}
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
@@ -270,21 +283,23 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in match.group(1).split("."))
 
 
-@functools.lru_cache(maxsize=1)
-def installed_torch_version() -> str | None:
-    # Reads package metadata only: importing torch is never needed.
+@functools.lru_cache(maxsize=4)
+def installed_version(package: str) -> str | None:
+    # Reads package metadata only: importing the package is never needed.
     from importlib import metadata
 
     try:
-        return metadata.version("torch")
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
 
 
 @functools.lru_cache(maxsize=256)
-def pinned_torch_version(folder: Path) -> str | None:
-    """An exact or upper-bound torch pin in requirements*.txt / pyproject.toml
-    next to or above ``folder``; a lower bound says nothing about the upper."""
+def pinned_version(folder: Path, package: str) -> str | None:
+    """An exact or upper-bound pin of ``package`` in requirements*.txt /
+    pyproject.toml next to or above ``folder``; a lower bound says nothing
+    about the upper."""
+    pattern = _PIN_RES.get(package) or _pin_re(re.escape(package))
     folder = folder.resolve()
     for candidate in (folder, *folder.parents):
         names = sorted(candidate.glob("requirements*.txt")) + [candidate / "pyproject.toml"]
@@ -295,7 +310,7 @@ def pinned_torch_version(folder: Path) -> str | None:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            for op, version in _PIN_RE.findall(text):
+            for op, version in pattern.findall(text):
                 if op in ("==", "~=", "<=", "<"):
                     return version
         if (candidate / ".git").exists():
@@ -303,16 +318,28 @@ def pinned_torch_version(folder: Path) -> str | None:
     return None
 
 
-def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] | None:
-    """config ``torch-version`` → installed torch metadata → a pin; None if unknown."""
-    if config.torch_version:
-        return parse_version(config.torch_version)
-    installed = installed_torch_version()
+def resolve_version(
+    package: str, configured: str | None, config: Config, path: str | None
+) -> tuple[int, ...] | None:
+    """The configured version → installed metadata → a pin; None if unknown."""
+    if configured:
+        return parse_version(configured)
+    installed = installed_version(package)
     if installed:
         return parse_version(installed)
     folder = Path(path).parent if path and not path.startswith("<") else config.root
     if folder is not None:
-        pinned = pinned_torch_version(folder)
+        pinned = pinned_version(folder, package)
         if pinned:
             return parse_version(pinned)
     return None
+
+
+def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] | None:
+    """config ``torch-version`` → installed torch metadata → a pin; None if unknown."""
+    return resolve_version("torch", config.torch_version, config, path)
+
+
+def resolve_numpy_version(config: Config, path: str | None) -> tuple[int, ...] | None:
+    """config ``numpy-version`` → installed numpy metadata → a pin; None if unknown."""
+    return resolve_version("numpy", config.numpy_version, config, path)
