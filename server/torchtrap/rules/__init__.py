@@ -9,6 +9,7 @@ from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
+from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -17,6 +18,7 @@ ALL_RULES: list[type[Rule]] = [
     LogOfProbability,
     DiscardedOutOfPlaceResult,
     IteratorNextMethod,
+    NumpyRemovedAlias,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
