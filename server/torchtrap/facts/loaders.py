@@ -255,7 +255,9 @@ class Loaders:
                     return None  # used as a value: called from elsewhere
                 calls.append(call)
             defined = [
-                s for s in owner.body if isinstance(s, SCOPE_TYPES) and getattr(s, "name", "") == name
+                s
+                for s in owner.body
+                if isinstance(s, SCOPE_TYPES) and getattr(s, "name", "") == name
             ]
             return calls if len(defined) == 1 else None
         if isinstance(owner, ast.ClassDef):
@@ -266,11 +268,11 @@ class Loaders:
             ]
             if others:
                 return None  # another class's method of that name
-            for node in self.facts.index.of(ast.Attribute):
-                if node.attr != name:
+            for attribute in self.facts.index.of(ast.Attribute):
+                if attribute.attr != name:
                     continue
-                call = parent(node)
-                if not (isinstance(call, ast.Call) and call.func is node):
+                call = parent(attribute)
+                if not (isinstance(call, ast.Call) and call.func is attribute):
                     return None
                 calls.append(call)
             return calls

@@ -10,6 +10,7 @@ from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
 from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
+from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
 
 ALL_RULES: list[type[Rule]] = [
@@ -20,6 +21,7 @@ ALL_RULES: list[type[Rule]] = [
     DiscardedOutOfPlaceResult,
     IteratorNextMethod,
     NumpyRemovedAlias,
+    AutogradVariable,
     LenLoaderAsSampleCount,
 ]
 

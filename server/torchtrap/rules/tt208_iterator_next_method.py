@@ -77,16 +77,7 @@ class IteratorNextMethod(Rule):
             shown = receiver if len(receiver) <= 40 and "\n" not in receiver else "it"
             fixes = []
             if not shadowed(loaders.tensors, "next", call):
-                text = f"next({receiver})"
-                fixes.append(
-                    Fix(
-                        f"Use `next({shown})`",
-                        Applicability.SAFE,
-                        build=lambda call=call, text=text: [
-                            edits.replace(self.ctx.source, call, text)
-                        ],
-                    )
-                )
+                fixes.append(self._fix(call, receiver, shown))
             related = [
                 self.ctx.related(d.node, "the DataLoader this iterates over")
                 for d in evidence.calls[:3]
@@ -98,6 +89,15 @@ class IteratorNextMethod(Rule):
                 fixes=fixes,
                 related=related,
             )
+
+    def _fix(self, call: ast.Call, receiver: str, shown: str) -> Fix:
+        source = self.ctx.source
+        text = f"next({receiver})"
+        return Fix(
+            f"Use `next({shown})`",
+            Applicability.SAFE,
+            build=lambda: [edits.replace(source, call, text)],
+        )
 
     valid = (
         Valid(

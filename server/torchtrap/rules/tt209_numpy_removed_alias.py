@@ -285,4 +285,3 @@ class NumpyRemovedAlias(Rule):
             note="from-import: flagged without a fix",
         ),
     )
-

@@ -165,11 +165,13 @@ class LenLoaderAsSampleCount(Rule):
                     terms.append(node)
                     continue
                 return None
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _binds(
-                node.target, target_of
+            elif (
+                isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+                and _binds(node.target, target_of)
+                or isinstance(node, ast.arg)
+                and isinstance(core, ast.Name)
+                and node.arg == core.id
             ):
-                return None
-            elif isinstance(node, ast.arg) and isinstance(core, ast.Name) and node.arg == core.id:
                 return None
         return terms or None
 
@@ -241,7 +243,8 @@ class LenLoaderAsSampleCount(Rule):
             build=lambda: [edits.insert_at(end, ".dataset")],
         )
         related: list[RelatedLocation] = [
-            self.ctx.related(term, f"`{core}` adds a per-sample quantity here") for term in terms[:2]
+            self.ctx.related(term, f"`{core}` adds a per-sample quantity here")
+            for term in terms[:2]
         ]
         related += [
             self.ctx.related(d.node, "the DataLoader: len() of it is the number of batches")
@@ -489,9 +492,7 @@ def _strip(value: ast.expr, methods: frozenset[str]) -> ast.expr:
         if isinstance(func, ast.Attribute) and func.attr in methods:
             value = func.value
         elif (
-            isinstance(func, ast.Name)
-            and func.id in _CONVERSION_FUNCTIONS
-            and len(value.args) == 1
+            isinstance(func, ast.Name) and func.id in _CONVERSION_FUNCTIONS and len(value.args) == 1
         ):
             value = value.args[0]
         else:
@@ -556,7 +557,11 @@ def _sum_reduced(call: ast.Call) -> bool:
     for kw in call.keywords:
         if kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum":
             return True
-        if kw.arg == "size_average" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+        if (
+            kw.arg == "size_average"
+            and isinstance(kw.value, ast.Constant)
+            and kw.value.value is False
+        ):
             return True
     return False
 
@@ -609,4 +614,3 @@ def _binds(target: ast.AST, matches: Matcher) -> bool:
 def _is_conversion_of(value: ast.expr, matches: Matcher) -> bool:
     stripped = _strip(value, _CONVERSIONS)
     return stripped is not value and bool(matches(stripped))
-
