@@ -23,6 +23,14 @@ _KEEPS_NO_GRAD = frozenset(
 )
 # Methods that make new tensors without grad: `memory.data.new(...)`.
 _NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
+# torch functions that always return a new tensor object (not as_tensor).
+_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor zeros ones empty full rand randn randint arange linspace eye from_numpy "
+        "zeros_like ones_like empty_like full_like rand_like randn_like"
+    ).split()
+)
 # A wrapped block that trains must not be put under no_grad.
 _TRAINS = frozenset({"backward", "step", "zero_grad"})
 
@@ -41,7 +49,8 @@ class AutogradVariable(Rule):
       `x` when `x` evidently does not require grad (a batch from a
       DataLoader, `x.data`, `x.detach()`, a new tensor from a `torch`
       factory, `.new(...)`), else the exact equivalent `x.detach()`;
-      `x.detach().requires_grad_(...)` with `requires_grad`. Inside
+      `x.detach().requires_grad_(...)` with `requires_grad` (on a fresh
+      tensor such as `x.data.clone()`, `x.data.clone().requires_grad_(...)`). Inside
       `torch.no_grad()`, `volatile=True` is only a no-op too: a hint.
 
     Silent for other libraries' `Variable` (TensorFlow, sympy, JAX, pyro's
@@ -209,11 +218,14 @@ class AutogradVariable(Rule):
             replacement = f"{text}.detach()"
             title = f"Use `{replacement}`" if short else "Use `.detach()`"
         else:
-            replacement = f"{text}.detach().requires_grad_({grad})"
+            # A fresh tensor nobody else holds can take the flag itself.
+            fresh = self._fresh(arg) and self._no_grad_value(arg, call, loaders, 0)
+            detach = "" if fresh else ".detach()"
+            replacement = f"{text}{detach}.requires_grad_({grad})"
             title = (
                 f"Use `{replacement}`"
                 if len(replacement) <= 48
-                else "Use `.detach().requires_grad_()`"
+                else f"Use `{detach}.requires_grad_()`"
             )
         if short and len(replacement) <= 48:
             equivalent = f"`{text}.detach()" + (
@@ -270,6 +282,18 @@ class AutogradVariable(Rule):
                     return False
             return True
         return False
+
+    def _fresh(self, expr: ast.expr) -> bool:
+        """A new tensor object: ``x.data``, ``x.clone()``, ``x.new(...)``,
+        ``torch.zeros(...)`` (not ``.cuda()``/``.to()``, which may return ``x``)."""
+        if isinstance(expr, ast.Attribute):
+            return expr.attr == "data"
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", *_NEW_TENSOR):
+            return True
+        return self.ctx.facts.imports.qualname(func) in _FACTORIES
 
     @staticmethod
     def _loader_batches(iterable: ast.expr, at: ast.AST, loaders: Loaders) -> bool:
@@ -467,6 +491,23 @@ class AutogradVariable(Rule):
                 return self.forward_basis.detach()
             """,
             note="unknown tensor: x.detach(), the exact equivalent",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.autograd import Variable
+
+            def rotated(x):
+                return Variable(x.data.clone(), requires_grad=True)
+            """,
+            fixed="""
+            import torch
+            from torch.autograd import Variable
+
+            def rotated(x):
+                return x.data.clone().requires_grad_()
+            """,
+            note="detectron2's test: a fresh clone takes the flag itself",
         ),
         Invalid(
             """
