@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_statement, parent
 from torchtrap.facts.loaders import Loaders
-from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS
+from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes import edits, structural
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -26,10 +26,12 @@ _NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty"
 # torch functions that always return a new tensor object (not as_tensor).
 _FACTORIES = frozenset(
     f"torch.{name}"
-    for name in (
-        "tensor zeros ones empty full rand randn randint arange linspace eye from_numpy "
-        "zeros_like ones_like empty_like full_like rand_like randn_like"
-    ).split()
+    for name in words(
+        """
+        tensor zeros ones empty full rand randn randint arange linspace eye from_numpy
+        zeros_like ones_like empty_like full_like rand_like randn_like
+        """
+    )
 )
 # A wrapped block that trains must not be put under no_grad.
 _TRAINS = frozenset({"backward", "step", "zero_grad"})
@@ -51,7 +53,7 @@ class AutogradVariable(Rule):
       factory, `.new(...)`), else the exact equivalent `x.detach()`;
       `x.detach().requires_grad_(...)` with `requires_grad` (on a fresh
       tensor such as `x.data.clone()`, `x.data.clone().requires_grad_(...)`). Inside
-      `torch.no_grad()`, `volatile=True` is only a no-op too: a hint.
+      `torch.no_grad()`, `volatile=True` changes nothing: a hint like a plain `Variable(x)`.
 
     Silent for other libraries' `Variable` (TensorFlow, sympy, JAX, pyro's
     own), a local class called `Variable`, and a `Variable` whose import
@@ -94,7 +96,7 @@ class AutogradVariable(Rule):
     code = "TT210"
     name = "autograd-variable"
     summary = (
-        "`Variable(x, volatile=True)` still records gradients; `Variable(x)` is a no-op wrapper"
+        "`Variable(x, volatile=True)` still records gradients; `Variable(x)` is a legacy wrapper"
     )
     requires_text = ("Variable",)
 
@@ -520,7 +522,7 @@ class AutogradVariable(Rule):
             """,
             severity=Severity.HINT,
             message_contains="`volatile` is ignored",
-            note="already under no_grad: only a no-op wrapper",
+            note="already under no_grad: a hint like a plain Variable(x)",
         ),
     )
 
