@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 
+from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk_scope
 from torchtrap.facts.loaders import LoaderEvidence, Loaders
@@ -37,6 +38,9 @@ class LenLoaderAsSampleCount(Rule):
     size (`loss.item() * x.size(0)`). The DataLoader is one created in the same
     file, a name, attribute or parameter bound to one there (see TT208).
 
+    Silent when every visible DataLoader has `batch_size=1` (the default) or
+    `batch_size=None` (no batching): then `len(loader) == len(loader.dataset)`
+    (10 samples: 10 for both, measured).
     Silent for averages of per-batch values (`total_loss += loss.item()` with a
     mean-reduced loss, then `total_loss / len(loader)` is correct), for
     `len(loader)` used as a step count (`batch_idx / len(loader)`,
@@ -107,7 +111,9 @@ class LenLoaderAsSampleCount(Rule):
             if terms is None:
                 continue
             evidence = loaders.dataloader(call.args[0], call)
-            if evidence is None:
+            if evidence is None or (
+                evidence.calls and not any(_batches(d) for d in evidence.calls)
+            ):
                 continue
             yield self._finding(call, numerator, terms, evidence)
 
@@ -331,6 +337,20 @@ class LenLoaderAsSampleCount(Rule):
             """,
             note="not accumulated in a loop",
         ),
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+
+            def test(model, dataset):
+                per_sample = DataLoader(dataset)
+                unbatched = DataLoader(dataset, batch_size=None)
+                correct = 0
+                for data, target in per_sample:
+                    correct += (model(data).argmax(1) == target).sum().item()
+                return correct / len(per_sample), correct / len(unbatched)
+            """,
+            note="batch_size 1 (the default) or None: len(loader) counts samples",
+        ),
     )
     invalid = (
         Invalid(
@@ -385,7 +405,7 @@ class LenLoaderAsSampleCount(Rule):
             evaluate(None, DataLoader(range(10), batch_size=4, sampler=range(6)))
             """,
             line=14,
-            message_contains="unless its sampler or drop_last skips some",
+            message_contains="(mind the sampler)",
             note="a parameter bound by the file's call; a sampler: the fix is unsafe",
         ),
         Invalid(
@@ -465,10 +485,22 @@ class LenLoaderAsSampleCount(Rule):
     )
 
 
+def _batches(loader: DataLoaderCall) -> bool:
+    """May this DataLoader put more than one sample in a batch? Not with
+    the default ``batch_size=1`` or ``batch_size=None`` (no batching): then
+    ``len(loader) == len(dataset)``."""
+    if loader.has_splat or loader.argument("batch_sampler") is not None:
+        return True
+    size = loader.arguments.get("batch_size")
+    if size is None:
+        return False
+    return not (isinstance(size, ast.Constant) and size.value in (None, 1))
+
+
 def _message(loader: str, core: str, partial: bool) -> str:
-    message = f"`len({loader})` counts batches, not the samples `{core}` adds up; "
+    message = f"`len({loader})` counts batches, not samples: `{core}` is a per-sample sum; "
     if partial:
-        return message + f"`len({loader}.dataset)` unless its sampler or drop_last skips some"
+        return message + f"use `len({loader}.dataset)` (mind the sampler)"
     return message + f"use `len({loader}.dataset)`"
 
 
