@@ -30,8 +30,9 @@ class NumpyRemovedAlias(Rule):
     alias still works, with a DeprecationWarning).
 
     Silent on the numpy scalar types (`np.float32`, `np.int64`, `np.bool_`,
-    `np.str_`), on `np.bool`/`np.long` on NumPy 2 or an unknown version, and
-    inside strings and docstrings.
+    `np.str_`), on `np.bool`/`np.long` on NumPy 2 or an unknown version,
+    inside strings and docstrings, and on an alias the module puts back
+    itself (`np.float = float`, `setattr(np, "float", float)`).
 
     Ruff's `NPY001` (numpy-deprecated-type-alias) flags the same six names
     (measured with ruff 0.17.6; like this rule it skips `np.bool` and `np.long`,
@@ -81,11 +82,23 @@ class NumpyRemovedAlias(Rule):
             return
         version = resolve_numpy_version(self.ctx.config, self.ctx.path)
         tensors = TensorFacts(self.ctx.facts)
-        for node in self.ctx.facts.index.of(ast.Attribute):
-            if node.attr not in ALIASES or not isinstance(node.ctx, ast.Load):
-                continue
+        candidates = [
+            node
+            for node in self.ctx.facts.index.of(ast.Attribute)
+            if node.attr in ALIASES and numpy_alias(imports.qualname(node)) is not None
+        ]
+        # A compatibility shim (`np.float = float`, `setattr(np, "float", float)`)
+        # puts the alias back for the rest of the program.
+        restored = {n.attr for n in candidates if not isinstance(n.ctx, ast.Load)}
+        restored |= self._setattr_restored()
+        for node in candidates:
             alias = numpy_alias(imports.qualname(node))
-            if alias is not None and alias.removed_for(version):
+            if (
+                alias is not None
+                and isinstance(node.ctx, ast.Load)
+                and alias.name not in restored
+                and alias.removed_for(version)
+            ):
                 yield self._finding(node, alias, tensors, version)
         for imp in self.ctx.facts.index.of(ast.ImportFrom):
             if imp.module != "numpy" or imp.level:
@@ -99,6 +112,21 @@ class NumpyRemovedAlias(Rule):
                     f"`from numpy import {alias.name}` raises ImportError on NumPy 1.24+; "
                     f"use the builtin `{alias.builtin}`",
                 )
+
+    def _setattr_restored(self) -> set[str]:
+        imports = self.ctx.facts.imports
+        out: set[str] = set()
+        for call in self.ctx.facts.index.of(ast.Call):
+            if (
+                isinstance(call.func, ast.Name)
+                and call.func.id == "setattr"
+                and len(call.args) == 3
+                and imports.qualname(call.args[0]) == "numpy"
+                and isinstance(call.args[1], ast.Constant)
+                and isinstance(call.args[1].value, str)
+            ):
+                out.add(call.args[1].value)
+        return out
 
     def _finding(
         self,
@@ -182,6 +210,19 @@ class NumpyRemovedAlias(Rule):
             y = np.float
             """,
             note="torch.float and a local class: not numpy",
+        ),
+        Valid(
+            """
+            import numpy as np
+
+            if not hasattr(np, "float"):
+                np.float = float
+            setattr(np, "int", int)
+
+            x = np.zeros(3, dtype=np.float)
+            y = np.int(4)
+            """,
+            note="a compatibility shim puts the aliases back",
         ),
     )
     invalid = (
