@@ -55,7 +55,9 @@ class Loaders:
         self.imports = facts.imports
         self.tensors = tensors or TensorFacts(facts)
         self._calls = {id(d.node): d for d in facts.dataloaders}
-        self._active: set[tuple[int, str]] = set()  # parameters being resolved (recursion)
+        # Answers by (expression, place, question); None while being worked
+        # out, so a cycle (a recursive function's parameter) ends as unknown.
+        self._memo: dict[tuple[int, int, bool], LoaderEvidence | None] = {}
 
     # -- DataLoaders --------------------------------------------------------------
     def dataloader(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
@@ -114,6 +116,17 @@ class Loaders:
     ) -> LoaderEvidence | None:
         if depth > _MAX_DEPTH:
             return None
+        key = (id(expr), id(at), recurse == self.dataloader)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None
+        found = self._resolve_once(expr, at, depth, judge, recurse)
+        self._memo[key] = found
+        return found
+
+    def _resolve_once(
+        self, expr: ast.expr, at: ast.AST, depth: int, judge: _Judge, recurse: _Judge
+    ) -> LoaderEvidence | None:
         direct = judge(expr, at, depth)
         if direct is not None:
             return direct
@@ -218,8 +231,7 @@ class Loaders:
         ``function`` (a module-level function, or a method called on
         ``self``), as (argument, call) pairs; None when a caller is unknown:
         no call at all, the function used as a value, a decorator, ``*args``."""
-        key = (id(function), name)
-        if key in self._active or function.decorator_list:
+        if function.decorator_list:
             return None
         owner = parent(function)
         calls = self._call_sites(function, owner)
