@@ -2,7 +2,8 @@
 
 Evidence only, from one module: a ``DataLoader(...)`` call, a name or
 ``self.attr`` whose every binding is one (``self.loader = DataLoader(...)``),
-a local function that returns one, a parameter annotated ``DataLoader``, or a
+an item of a dict or list of them (``loaders[phase]``), a local function
+that returns one, a parameter annotated ``DataLoader``, or a
 parameter whose every call site in this module passes one. An iterator is
 ``iter(loader)`` or ``loader.__iter__()`` of such a loader, or a name or
 attribute whose every binding is one. Anything else is unknown (None).
@@ -89,6 +90,26 @@ class Loaders:
             [(value, value) for value in returns], depth, self._dataloader_value, self.dataloader
         )
 
+    def _item(self, container: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        """``loaders[phase]`` where every value of the dict or list (a
+        literal or comprehension, or a name bound to one) is a DataLoader."""
+        bound = self.bound_values(container, at, depth)
+        if isinstance(container, (ast.Dict, ast.DictComp, ast.List, ast.Tuple)):
+            bound = [(container, at)]
+        if not isinstance(bound, list) or not bound:
+            return None
+        items: list[tuple[ast.expr, ast.AST]] = []
+        for value, where in bound:
+            if isinstance(value, ast.Dict) and value.values:
+                items += [(v, where) for v in value.values]
+            elif isinstance(value, ast.DictComp):
+                items.append((value.value, value.value))
+            elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+                items += [(v, where) for v in value.elts]
+            else:
+                return None
+        return self._all(items, depth, self._dataloader_value, self.dataloader)
+
     # -- iterators ------------------------------------------------------------------
     def iterator(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
         """Evidence that ``expr`` is an iterator over a torch DataLoader
@@ -135,6 +156,8 @@ class Loaders:
             return self._all(pairs, depth, judge, recurse)
         if isinstance(expr, ast.NamedExpr):
             return recurse(expr.value, at, depth + 1)
+        if isinstance(expr, ast.Subscript) and recurse == self.dataloader:
+            return self._item(expr.value, at, depth)
         values = self.bound_values(expr, at, depth)
         if values is None:
             return None

@@ -18,9 +18,9 @@ class IteratorNextMethod(Rule):
     Flags `it.next()` where `it` is an iterator over a `torch.utils.data.DataLoader`:
     `iter(loader).next()`, `loader.__iter__().next()`, or a name or attribute
     (`self.iter_source`) whose every assignment is such an iterator. The loader
-    is a `DataLoader(...)` created in the same file, a name, attribute or
-    function result bound to one, a parameter annotated `DataLoader`, or a
-    parameter whose every caller in the file passes one.
+    is a `DataLoader(...)` created in the same file, a name, attribute,
+    dict or list item or function result bound to one, a parameter annotated
+    `DataLoader`, or a parameter whose every caller in the file passes one.
 
     Silent on receivers that are not evidently DataLoader iterators: a custom
     prefetcher class that defines its own `next` method, an iterator over a list,

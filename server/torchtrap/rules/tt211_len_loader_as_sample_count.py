@@ -36,7 +36,8 @@ class LenLoaderAsSampleCount(Rule):
     `pred.eq(y).sum()`, `torch.sum(pred == y)`), a loss summed over the samples
     (`reduction="sum"`, `size_average=False`), or a batch mean times the batch
     size (`loss.item() * x.size(0)`). The DataLoader is one created in the same
-    file, a name, attribute or parameter bound to one there (see TT208).
+    file, a name, attribute, dict or list item (`dataloaders[phase]`) or
+    parameter bound to one there (see TT208).
 
     Silent when every visible DataLoader has `batch_size=1` (the default) or
     `batch_size=None` (no batching): then `len(loader) == len(loader.dataset)`
@@ -481,6 +482,41 @@ class LenLoaderAsSampleCount(Rule):
                 return float(hits) / len(loader)
             """,
             note="an annotated parameter (fix unsafe), torch.sum, hits = hits + ...",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train_model(model, image_datasets):
+                dataloaders = {
+                    x: DataLoader(image_datasets[x], batch_size=4, shuffle=True)
+                    for x in ["train", "val"]
+                }
+                for phase in ["train", "val"]:
+                    running_corrects = 0
+                    for inputs, labels in dataloaders[phase]:
+                        _, preds = torch.max(model(inputs), 1)
+                        running_corrects += torch.sum(preds == labels.data)
+                    epoch_acc = running_corrects.double() / len(dataloaders[phase])
+            """,
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train_model(model, image_datasets):
+                dataloaders = {
+                    x: DataLoader(image_datasets[x], batch_size=4, shuffle=True)
+                    for x in ["train", "val"]
+                }
+                for phase in ["train", "val"]:
+                    running_corrects = 0
+                    for inputs, labels in dataloaders[phase]:
+                        _, preds = torch.max(model(inputs), 1)
+                        running_corrects += torch.sum(preds == labels.data)
+                    epoch_acc = running_corrects.double() / len(dataloaders[phase].dataset)
+            """,
+            note="the transfer-learning tutorial's loop with len(dataloaders[phase])",
         ),
     )
 
