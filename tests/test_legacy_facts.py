@@ -226,5 +226,7 @@ def test_variable_is_detach_and_volatile_is_ignored() -> None:
     with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
         out = layer(Variable(torch.ones(1, 3), volatile=True))
     assert out.requires_grad and out.grad_fn is not None
+    # The graph holds the input for backward: evaluation keeps activations alive.
+    assert tuple(out.grad_fn._saved_mat1.shape) == (1, 3)
     with torch.no_grad():
         assert layer(torch.ones(1, 3)).grad_fn is None

@@ -64,12 +64,13 @@ class AutogradVariable(Rule):
     returns `x.detach().requires_grad_(r)`: measured with torch 2.13, it shares
     `x`'s storage and version counter, is a leaf, and does not require grad
     unless asked (also when `x` does). `volatile` is ignored:
-    `Variable(x, volatile=True)` only warns (`UserWarning: volatile was removed
-    and now has no effect. Use \\`with torch.no_grad():\\` instead.`, a warning
-    that is easy to miss in a log), and `model(Variable(x, volatile=True))` still
-    has a `grad_fn` when the model has parameters: evaluation records the whole
-    graph, keeping every activation in memory until the output is freed. Under
-    `torch.no_grad()` the same output has `requires_grad=False` and no graph.
+    `Variable(x, volatile=True)` only warns (``UserWarning: volatile was removed
+    and now has no effect. Use `with torch.no_grad():` instead.``, easy to miss
+    in a log), and `nn.Linear(1000, 1000)(Variable(x, volatile=True))` still has
+    a `grad_fn` (`AddmmBackward0`) that holds the 64x1000 input for backward:
+    evaluation records the graph and keeps every layer's saved activations
+    alive as long as the output lives. Under `torch.no_grad()` the same output
+    has no `grad_fn` and saves nothing.
 
     ## Example
     ```python
