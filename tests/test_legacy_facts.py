@@ -230,3 +230,25 @@ def test_variable_is_detach_and_volatile_is_ignored() -> None:
     assert tuple(out.grad_fn._saved_mat1.shape) == (1, 3)
     with torch.no_grad():
         assert layer(torch.ones(1, 3)).grad_fn is None
+
+
+@pytest.mark.parametrize("code", ["TT208", "TT209", "TT210", "TT211"])
+def test_messages_are_short(code: str) -> None:
+    from torchtrap.config import from_table
+    from torchtrap.engine import lint
+    from torchtrap.rules import get_rule
+
+    rule = get_rule(code)
+    assert rule is not None
+    messages = [
+        f.message
+        for example in rule.invalid
+        for f in lint(
+            textwrap.dedent(example.code),
+            "example.py",
+            from_table(dict(example.config)),
+            rules=[rule],
+        )
+    ]
+    assert messages
+    assert max(len(m) for m in messages) <= 120, max(messages, key=len)

@@ -74,7 +74,8 @@ class IteratorNextMethod(Rule):
             if evidence is None:
                 continue
             receiver = self.ctx.source.segment(self.ctx.range(func.value))
-            shown = receiver if len(receiver) <= 40 and "\n" not in receiver else "it"
+            # Two mentions of a long receiver would push the message past 120 characters.
+            shown = receiver if len(receiver) <= 16 and "\n" not in receiver else "it"
             fixes = []
             if not shadowed(loaders.tensors, "next", call):
                 fixes.append(self._fix(call, receiver, shown))
