@@ -108,7 +108,7 @@ class NumpyRemovedAlias(Rule):
                 if alias is None or alias.readded:
                     continue
                 yield self.finding(
-                    imp,
+                    name,
                     f"`from numpy import {alias.name}` raises ImportError on NumPy 1.24+; "
                     f"use the builtin `{alias.builtin}`",
                 )
