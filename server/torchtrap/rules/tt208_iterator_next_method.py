@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.loaders import Loaders, shadowed
 from torchtrap.findings import Applicability, Finding, Fix, Severity
 from torchtrap.fixes import edits
@@ -22,6 +23,8 @@ class IteratorNextMethod(Rule):
     dict or list item or function result bound to one, a parameter annotated
     `DataLoader`, or a parameter whose every caller in the file passes one.
 
+    Silent under a version check (`if sys.version_info[0] == 2:`) and in a
+    `try:` whose handler catches AttributeError (Python 2 compatibility code).
     Silent on receivers that are not evidently DataLoader iterators: a custom
     prefetcher class that defines its own `next` method, an iterator over a list,
     a parameter nobody in the file calls with a DataLoader.
@@ -69,6 +72,8 @@ class IteratorNextMethod(Rule):
                 and not call.keywords
             ):
                 continue
+            if compatibility_guarded(call):
+                continue  # Python 2 branch, or a fallback for the AttributeError
             loaders = loaders or Loaders(self.ctx.facts)
             evidence = loaders.iterator(func.value, call)
             if evidence is None:
@@ -176,6 +181,22 @@ class IteratorNextMethod(Rule):
                 return iter(DataLoader(dataset)).next()
             """,
             note="another library's DataLoader: unknown",
+        ),
+        Valid(
+            """
+            import sys
+            from torch.utils.data import DataLoader
+
+            def first(dataset):
+                it = iter(DataLoader(dataset))
+                if sys.version_info[0] == 2:
+                    return it.next()
+                try:
+                    return it.next()
+                except AttributeError:
+                    return next(it)
+            """,
+            note="Python 2 compatibility code",
         ),
     )
     invalid = (
@@ -312,5 +333,22 @@ class IteratorNextMethod(Rule):
             """,
             message_contains="raises AttributeError",
             note="`next` shadowed: flagged without a fix",
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+
+            def train(dataset, steps):
+                loader = DataLoader(dataset, batch_size=4)
+                data_iter = iter(loader)
+                for step in range(steps):
+                    try:
+                        images, labels = data_iter.next()
+                    except StopIteration:
+                        data_iter = iter(loader)
+                        images, labels = data_iter.next()
+            """,
+            line=9,
+            note="the restart-on-StopIteration loop: both calls raise AttributeError",
         ),
     )

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.config import resolve_numpy_version
+from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.loaders import shadowed
 from torchtrap.facts.numpy_aliases import ALIASES, REMOVED_IN, Alias, numpy_alias
 from torchtrap.facts.tensors import TensorFacts
@@ -31,8 +32,9 @@ class NumpyRemovedAlias(Rule):
 
     Silent on the numpy scalar types (`np.float32`, `np.int64`, `np.bool_`,
     `np.str_`), on `np.bool`/`np.long` on NumPy 2 or an unknown version,
-    inside strings and docstrings, and on an alias the module puts back
-    itself (`np.float = float`, `setattr(np, "float", float)`).
+    inside strings and docstrings, on an alias the module puts back itself
+    (`np.float = float`, `setattr(np, "float", float)`), under a version check
+    and in a `try:` whose handler catches AttributeError/ImportError.
 
     Ruff's `NPY001` (numpy-deprecated-type-alias) flags the same six names
     (measured with ruff 0.17.6; like this rule it skips `np.bool` and `np.long`,
@@ -98,10 +100,11 @@ class NumpyRemovedAlias(Rule):
                 and isinstance(node.ctx, ast.Load)
                 and alias.name not in restored
                 and alias.removed_for(version)
+                and not compatibility_guarded(node)
             ):
                 yield self._finding(node, alias, tensors, version)
         for imp in self.ctx.facts.index.of(ast.ImportFrom):
-            if imp.module != "numpy" or imp.level:
+            if imp.module != "numpy" or imp.level or compatibility_guarded(imp, ("ImportError",)):
                 continue
             for name in imp.names:
                 alias = ALIASES.get(name.name)
@@ -223,6 +226,25 @@ class NumpyRemovedAlias(Rule):
             y = np.int(4)
             """,
             note="a compatibility shim puts the aliases back",
+        ),
+        Valid(
+            """
+            import numpy as np
+
+            if np.lib.NumpyVersion(np.__version__) < "1.20.0":
+                FLOAT = np.float
+            else:
+                FLOAT = float
+            try:
+                INT = np.int
+            except AttributeError:
+                INT = int
+            try:
+                from numpy import float as npfloat
+            except ImportError:
+                npfloat = float
+            """,
+            note="version checks and fallbacks",
         ),
     )
     invalid = (

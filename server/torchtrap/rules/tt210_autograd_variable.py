@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.index import ancestors, enclosing_statement, parent
 from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, words
@@ -56,8 +57,8 @@ class AutogradVariable(Rule):
       `torch.no_grad()`, `volatile=True` changes nothing: a hint like a plain `Variable(x)`.
 
     Silent for other libraries' `Variable` (TensorFlow, sympy, JAX, pyro's
-    own), a local class called `Variable`, and a `Variable` whose import
-    cannot be resolved.
+    own), a local class called `Variable`, a `Variable` whose import cannot be
+    resolved, and under a version check (`if torch.__version__ < "0.4":`).
 
     ## Why is this bad?
     Since torch 0.4 `Variable` is a tensor, and `Variable(x, requires_grad=r)`
@@ -113,8 +114,8 @@ class AutogradVariable(Rule):
                 or (isinstance(func, ast.Attribute) and func.attr == "Variable")
             ):
                 continue
-            if imports.qualname(func) not in VARIABLE:
-                continue
+            if imports.qualname(func) not in VARIABLE or compatibility_guarded(call, ()):
+                continue  # a torch-version branch keeps the old API on purpose
             if len(call.args) != 1 or isinstance(call.args[0], ast.Starred):
                 continue  # Variable() and Variable(*args): nothing to suggest
             keywords = {kw.arg: kw.value for kw in call.keywords}
@@ -364,6 +365,19 @@ class AutogradVariable(Rule):
             v = Variable(torch.zeros(3), volatile=True)
             """,
             note="an unresolved import",
+        ),
+        Valid(
+            """
+            import torch
+            from torch.autograd import Variable
+
+            def evaluate(model, x):
+                if torch.__version__ < "0.4":
+                    return model(Variable(x, volatile=True))
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="a torch-version branch",
         ),
     )
     invalid = (
