@@ -16,10 +16,11 @@ from __future__ import annotations
 import ast
 import textwrap
 import warnings
+from pathlib import Path
 
 import pytest
 
-from torchtrap.config import parse_version
+from torchtrap.config import from_table, parse_version, pinned_version, resolve_numpy_version
 from torchtrap.facts import ModuleFacts
 from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.numpy_aliases import ALIASES
@@ -165,6 +166,19 @@ def test_iterator_evidence() -> None:
     assert loaders.iterator(receivers[2].func.value, receivers[2]) is None  # type: ignore[attr-defined]
 
 
+def test_numpy_version_resolution(tmp_path: Path) -> None:
+    config = from_table({"numpy-version": "1.26"})
+    assert config.warnings == ()
+    assert resolve_numpy_version(config, None) == (1, 26)
+    assert from_table({"numpy-version": 1.26}).warnings  # not a string: a warning
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch==2.1\nnumpy==1.26.4\n", encoding="utf-8")
+    assert pinned_version(tmp_path, "numpy") == "1.26.4"
+    (tmp_path / "requirements.txt").write_text("numpy>=1.24\n", encoding="utf-8")
+    pinned_version.cache_clear()
+    assert pinned_version(tmp_path, "numpy") is None  # a lower bound says nothing
+
+
 # -- measured facts --------------------------------------------------------------
 
 
@@ -234,7 +248,6 @@ def test_variable_is_detach_and_volatile_is_ignored() -> None:
 
 @pytest.mark.parametrize("code", ["TT208", "TT209", "TT210", "TT211"])
 def test_messages_are_short(code: str) -> None:
-    from torchtrap.config import from_table
     from torchtrap.engine import lint
     from torchtrap.rules import get_rule
 

@@ -201,15 +201,15 @@ def from_table(
     else:
         warnings.append(f"{where}[tool.torchtrap] severity must be a table; ignored")
 
-    def version(key: str, example: str) -> str | None:
-        value = table.get(key)
-        if value is not None and not isinstance(value, str):
-            warnings.append(f'{where}{key} must be a string like "{example}"; ignored')
-            return None
-        return value
+    torch_version = table.get("torch-version")
+    if torch_version is not None and not isinstance(torch_version, str):
+        warnings.append(f'{where}torch-version must be a string like "2.3"; ignored')
+        torch_version = None
 
-    torch_version = version("torch-version", "2.3")
-    numpy_version = version("numpy-version", "1.26")
+    numpy_version = table.get("numpy-version")
+    if numpy_version is not None and not isinstance(numpy_version, str):
+        warnings.append(f'{where}numpy-version must be a string like "1.26"; ignored')
+        numpy_version = None
 
     return Config(
         select=select,
@@ -294,8 +294,21 @@ def installed_version(package: str) -> str | None:
         return None
 
 
+def installed_torch_version() -> str | None:
+    return installed_version("torch")
+
+
 @functools.lru_cache(maxsize=256)
 def pinned_version(folder: Path, package: str) -> str | None:
+    return _find_pin(folder, package)
+
+
+@functools.lru_cache(maxsize=256)
+def pinned_torch_version(folder: Path) -> str | None:
+    return _find_pin(folder, "torch")
+
+
+def _find_pin(folder: Path, package: str) -> str | None:
     """An exact or upper-bound pin of ``package`` in requirements*.txt /
     pyproject.toml next to or above ``folder``; a lower bound says nothing
     about the upper."""
@@ -329,7 +342,9 @@ def resolve_version(
         return parse_version(installed)
     folder = Path(path).parent if path and not path.startswith("<") else config.root
     if folder is not None:
-        pinned = pinned_version(folder, package)
+        pinned = (
+            pinned_torch_version(folder) if package == "torch" else pinned_version(folder, package)
+        )
         if pinned:
             return parse_version(pinned)
     return None

@@ -7,8 +7,7 @@ from torchtrap.config import (
     from_table,
     load_config,
     parse_version,
-    pinned_version,
-    resolve_numpy_version,
+    pinned_torch_version,
     resolve_torch_version,
 )
 from torchtrap.findings import Severity
@@ -52,19 +51,7 @@ def test_torch_version_resolution(tmp_path: Path) -> None:
     assert resolve_torch_version(Config(torch_version="1.8"), None) == (1, 8)
     (tmp_path / ".git").mkdir()
     (tmp_path / "requirements.txt").write_text("numpy\ntorch==1.7.1\n", encoding="utf-8")
-    assert pinned_version(tmp_path, "torch") == "1.7.1"
+    assert pinned_torch_version(tmp_path) == "1.7.1"
     (tmp_path / "requirements.txt").write_text("torch>=1.7\n", encoding="utf-8")
-    pinned_version.cache_clear()
-    assert pinned_version(tmp_path, "torch") is None
-
-
-def test_numpy_version_resolution(tmp_path: Path) -> None:
-    config = from_table({"numpy-version": "1.26"})
-    assert config.warnings == ()
-    assert resolve_numpy_version(config, None) == (1, 26)
-    assert from_table({"numpy-version": 1.26}).warnings  # not a string: a warning
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "requirements.txt").write_text("torch==2.1\nnumpy==1.26.4\n", encoding="utf-8")
-    pinned_version.cache_clear()
-    assert pinned_version(tmp_path, "numpy") == "1.26.4"
-    assert pinned_version(tmp_path, "torch") == "2.1"
+    pinned_torch_version.cache_clear()
+    assert pinned_torch_version(tmp_path) is None
