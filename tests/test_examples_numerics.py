@@ -64,6 +64,13 @@ def _fix(path: Path) -> None:
             "        prob = prob.clamp(min=0.0001, max=1.0)",
             id="TT202",
         ),
+        pytest.param(
+            "tt211_len_loader_accuracy.py",
+            "TT211",
+            "    return 100.0 * correct / len(test_loader)",
+            "    return 100.0 * correct / len(test_loader.dataset)",
+            id="TT211",
+        ),
     ],
 )
 def test_example_bug_then_fixed(
@@ -98,6 +105,14 @@ def test_tt202_example_numbers() -> None:
     _, output = _result(EXAMPLES / "tt202_discarded_clamp.py")
     assert "smallest probability after the clamp line: 0.0" in output
     assert "focal loss: inf" in output
+
+
+def test_tt211_example_numbers() -> None:
+    """The accuracy the docs quote: 1600% reported for a true 50%."""
+    _, output = _result(EXAMPLES / "tt211_len_loader_accuracy.py")
+    assert "batches: 2, samples: 64" in output
+    assert "reported accuracy: 1600.0%" in output
+    assert "true accuracy: 50.0%" in output
 
 
 def test_examples_are_unchanged_by_the_tests() -> None:

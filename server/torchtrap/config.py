@@ -33,6 +33,7 @@ KNOWN_KEYS = {
     "extend-exclude",
     "torch-version",
     "unsafe-fixes",
+    "numpy-version",
 }
 
 DEFAULT_EXCLUDE = (
@@ -56,6 +57,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     torch_version: str | None = None
     unsafe_fixes: bool = False  # fix-all / --fix apply unsafe fixes too (as ruff's)
+    numpy_version: str | None = None
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -214,6 +216,11 @@ def from_table(
         warnings.append(f"{where}unsafe-fixes must be true or false; ignored")
         unsafe_fixes = False
 
+    numpy_version = table.get("numpy-version")
+    if numpy_version is not None and not isinstance(numpy_version, str):
+        warnings.append(f'{where}numpy-version must be a string like "1.26"; ignored')
+        numpy_version = None
+
     return Config(
         select=select,
         ignore=_codes(str_list("ignore")),
@@ -222,6 +229,7 @@ def from_table(
         exclude=str_list("exclude") + str_list("extend-exclude"),
         torch_version=torch_version,
         unsafe_fixes=unsafe_fixes,
+        numpy_version=numpy_version,
         root=root,
         source=source,
         warnings=tuple(warnings),
@@ -266,12 +274,17 @@ def load_config(start: str | Path) -> Config:
     return from_table(table, root=path.parent, source=path)
 
 
-# -- the project's torch version (TT102 depends on it) -----------------------
+# -- the project's torch and numpy versions (TT102, TT209 depend on them) ----
 
-_PIN_RE = re.compile(
-    r"""^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(==|~=|<=|<|>=)\s*v?([0-9]+(?:\.[0-9]+)*)""",
-    re.MULTILINE,
-)
+
+def _pin_re(package: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"""^\s*["']?{package}\s*(?:\[[^\]]*\])?\s*(==|~=|<=|<|>=)\s*v?([0-9]+(?:\.[0-9]+)*)""",
+        re.MULTILINE,
+    )
+
+
+_PIN_RES = {package: _pin_re(package) for package in ("torch", "numpy")}
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
@@ -281,21 +294,36 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in match.group(1).split("."))
 
 
-@functools.lru_cache(maxsize=1)
-def installed_torch_version() -> str | None:
-    # Reads package metadata only: importing torch is never needed.
+@functools.lru_cache(maxsize=4)
+def installed_version(package: str) -> str | None:
+    # Reads package metadata only: importing the package is never needed.
     from importlib import metadata
 
     try:
-        return metadata.version("torch")
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
 
 
+def installed_torch_version() -> str | None:
+    return installed_version("torch")
+
+
+@functools.lru_cache(maxsize=256)
+def pinned_version(folder: Path, package: str) -> str | None:
+    return _find_pin(folder, package)
+
+
 @functools.lru_cache(maxsize=256)
 def pinned_torch_version(folder: Path) -> str | None:
-    """An exact or upper-bound torch pin in requirements*.txt / pyproject.toml
-    next to or above ``folder``; a lower bound says nothing about the upper."""
+    return _find_pin(folder, "torch")
+
+
+def _find_pin(folder: Path, package: str) -> str | None:
+    """An exact or upper-bound pin of ``package`` in requirements*.txt /
+    pyproject.toml next to or above ``folder``; a lower bound says nothing
+    about the upper."""
+    pattern = _PIN_RES.get(package) or _pin_re(re.escape(package))
     folder = folder.resolve()
     for candidate in (folder, *folder.parents):
         names = sorted(candidate.glob("requirements*.txt")) + [candidate / "pyproject.toml"]
@@ -306,7 +334,7 @@ def pinned_torch_version(folder: Path) -> str | None:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            for op, version in _PIN_RE.findall(text):
+            for op, version in pattern.findall(text):
                 if op in ("==", "~=", "<=", "<"):
                     return version
         if (candidate / ".git").exists():
@@ -314,16 +342,30 @@ def pinned_torch_version(folder: Path) -> str | None:
     return None
 
 
-def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] | None:
-    """config ``torch-version`` → installed torch metadata → a pin; None if unknown."""
-    if config.torch_version:
-        return parse_version(config.torch_version)
-    installed = installed_torch_version()
+def resolve_version(
+    package: str, configured: str | None, config: Config, path: str | None
+) -> tuple[int, ...] | None:
+    """The configured version → installed metadata → a pin; None if unknown."""
+    if configured:
+        return parse_version(configured)
+    installed = installed_version(package)
     if installed:
         return parse_version(installed)
     folder = Path(path).parent if path and not path.startswith("<") else config.root
     if folder is not None:
-        pinned = pinned_torch_version(folder)
+        pinned = (
+            pinned_torch_version(folder) if package == "torch" else pinned_version(folder, package)
+        )
         if pinned:
             return parse_version(pinned)
     return None
+
+
+def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] | None:
+    """config ``torch-version`` → installed torch metadata → a pin; None if unknown."""
+    return resolve_version("torch", config.torch_version, config, path)
+
+
+def resolve_numpy_version(config: Config, path: str | None) -> tuple[int, ...] | None:
+    """config ``numpy-version`` → installed numpy metadata → a pin; None if unknown."""
+    return resolve_version("numpy", config.numpy_version, config, path)

@@ -340,6 +340,11 @@ class TensorFacts:
             return [(events[0].value, events[0].stmt)]
         return None
 
+    def self_attribute_values(self, at: ast.AST) -> dict[str, list[ast.expr | Kind]]:
+        """Every value assigned to ``self.<attr>`` in the methods of ``at``'s
+        class, by attribute; ``Kind`` for registrations and unpacking."""
+        return self._self_attr_values(at)
+
     def _self_attr_values(self, at: ast.AST) -> dict[str, list[ast.expr | Kind]]:
         cls = next((a for a in ancestors(at) if isinstance(a, ast.ClassDef)), None)
         if cls is None:

@@ -8,6 +8,10 @@ from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLe
 from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
+from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
+from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
+from torchtrap.rules.tt210_autograd_variable import AutogradVariable
+from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -15,6 +19,10 @@ ALL_RULES: list[type[Rule]] = [
     CudaTensorInDataset,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
+    IteratorNextMethod,
+    NumpyRemovedAlias,
+    AutogradVariable,
+    LenLoaderAsSampleCount,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

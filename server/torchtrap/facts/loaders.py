@@ -1,0 +1,354 @@
+"""Is this expression a DataLoader, or an iterator over one? (TT208, TT211)
+
+Evidence only, from one module: a ``DataLoader(...)`` call, a name or
+``self.attr`` whose every binding is one (``self.loader = DataLoader(...)``),
+an item of a dict or list of them (``loaders[phase]``), a local function
+that returns one, a parameter annotated ``DataLoader``, or a
+parameter whose every call site in this module passes one. An iterator is
+``iter(loader)`` or ``loader.__iter__()`` of such a loader, or a name or
+attribute whose every binding is one. Anything else is unknown (None).
+
+``Loaders.parameter_arguments`` is the one place that answers "what do the
+callers pass for this parameter"; the project index can extend it with
+call sites in other files.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.dataloaders import DATALOADER, DataLoaderCall
+from torchtrap.facts.index import SCOPE_TYPES, ancestors, enclosing_scope, parent, walk_scope
+from torchtrap.facts.tensors import TensorFacts
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+_MAX_DEPTH = 8
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class LoaderEvidence:
+    """Why an expression is a DataLoader (or an iterator over one)."""
+
+    calls: tuple[DataLoaderCall, ...]  # the DataLoader calls it may be; () for an annotation
+    annotated: bool = False  # only known from a `: DataLoader` annotation
+
+    def __add__(self, other: LoaderEvidence) -> LoaderEvidence:
+        calls = self.calls + tuple(c for c in other.calls if c not in self.calls)
+        return LoaderEvidence(calls, self.annotated or other.annotated)
+
+
+_NONE = LoaderEvidence(())
+# (value, where it is seen, depth) -> evidence or None
+_Judge = Callable[[ast.expr, ast.AST, int], LoaderEvidence | None]
+
+
+class Loaders:
+    """Per-module cache; rules create one in ``check()``."""
+
+    def __init__(self, facts: ModuleFacts, tensors: TensorFacts | None = None) -> None:
+        self.facts = facts
+        self.imports = facts.imports
+        self.tensors = tensors or TensorFacts(facts)
+        self._calls = {id(d.node): d for d in facts.dataloaders}
+        # Answers by (expression, place, question); None while being worked
+        # out, so a cycle (a recursive function's parameter) ends as unknown.
+        self._memo: dict[tuple[int, int, bool], LoaderEvidence | None] = {}
+
+    # -- DataLoaders --------------------------------------------------------------
+    def dataloader(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
+        """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader, else None."""
+        return self._resolve(expr, at, depth, self._dataloader_value, self.dataloader)
+
+    def _dataloader_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        if isinstance(value, ast.Call):
+            call = self._calls.get(id(value))
+            if call is not None:
+                return LoaderEvidence((call,))
+            return self._returned(value, depth)
+        return None
+
+    def _returned(self, call: ast.Call, depth: int) -> LoaderEvidence | None:
+        """``make_loader()`` where every ``return`` of that module-level
+        function gives a DataLoader."""
+        function = self._local_function(call.func)
+        if function is None:
+            return None
+        returns = [
+            node.value
+            for node in walk_scope(function)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        if not returns:
+            return None
+        return self._all(
+            [(value, value) for value in returns], depth, self._dataloader_value, self.dataloader
+        )
+
+    def _item(self, container: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        """``loaders[phase]`` where every value of the dict or list (a
+        literal or comprehension, or a name bound to one) is a DataLoader."""
+        bound = self.bound_values(container, at, depth)
+        if isinstance(container, (ast.Dict, ast.DictComp, ast.List, ast.Tuple)):
+            bound = [(container, at)]
+        if not isinstance(bound, list) or not bound:
+            return None
+        items: list[tuple[ast.expr, ast.AST]] = []
+        for value, where in bound:
+            if isinstance(value, ast.Dict) and value.values:
+                items += [(v, where) for v in value.values]
+            elif isinstance(value, ast.DictComp):
+                items.append((value.value, value.value))
+            elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+                items += [(v, where) for v in value.elts]
+            else:
+                return None
+        return self._all(items, depth, self._dataloader_value, self.dataloader)
+
+    # -- iterators ------------------------------------------------------------------
+    def iterator(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
+        """Evidence that ``expr`` is an iterator over a torch DataLoader
+        (``iter(loader)``, ``loader.__iter__()``, a name bound to one)."""
+        return self._resolve(expr, at, depth, self._iterator_value, self.iterator)
+
+    def _iterator_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        if not isinstance(value, ast.Call) or value.keywords:
+            return None
+        func = value.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "iter"
+            and len(value.args) == 1
+            and not self._shadowed("iter", value)
+        ):
+            return self.dataloader(value.args[0], value, depth + 1)
+        if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
+            return self.dataloader(func.value, value, depth + 1)
+        return None
+
+    # -- shared resolution ------------------------------------------------------------
+    def _resolve(
+        self, expr: ast.expr, at: ast.AST, depth: int, judge: _Judge, recurse: _Judge
+    ) -> LoaderEvidence | None:
+        if depth > _MAX_DEPTH:
+            return None
+        key = (id(expr), id(at), recurse == self.dataloader)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None
+        found = self._resolve_once(expr, at, depth, judge, recurse)
+        self._memo[key] = found
+        return found
+
+    def _resolve_once(
+        self, expr: ast.expr, at: ast.AST, depth: int, judge: _Judge, recurse: _Judge
+    ) -> LoaderEvidence | None:
+        direct = judge(expr, at, depth)
+        if direct is not None:
+            return direct
+        if isinstance(expr, ast.IfExp):
+            pairs = [(expr.body, at), (expr.orelse, at)]
+            return self._all(pairs, depth, judge, recurse)
+        if isinstance(expr, ast.NamedExpr):
+            return recurse(expr.value, at, depth + 1)
+        if isinstance(expr, ast.Subscript) and recurse == self.dataloader:
+            return self._item(expr.value, at, depth)
+        values = self.bound_values(expr, at, depth)
+        if values is None:
+            return None
+        if isinstance(values, LoaderEvidence):
+            # An annotated parameter is a DataLoader, never an iterator over one.
+            return values if recurse == self.dataloader else None
+        return self._all(values, depth, judge, recurse)
+
+    def _all(
+        self,
+        values: list[tuple[ast.expr, ast.AST]],
+        depth: int,
+        judge: _Judge,
+        recurse: _Judge,
+    ) -> LoaderEvidence | None:
+        if not values:
+            return None
+        total = _NONE
+        for value, where in values:
+            found = judge(value, where, depth + 1)
+            if found is None and isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
+                found = recurse(value, where, depth + 1)
+            if found is None:
+                return None
+            total = total + found
+        return total
+
+    def bound_values(
+        self, expr: ast.expr, at: ast.AST, depth: int = 0
+    ) -> list[tuple[ast.expr, ast.AST]] | LoaderEvidence | None:
+        """Every value a name or ``self.attr`` can hold at ``at``, as
+        (value, where) pairs; a parameter's call-site arguments; a
+        LoaderEvidence for a parameter annotated ``DataLoader``; None when
+        any binding is unknown (a loop target, an import, a ``global``)."""
+        if isinstance(expr, ast.Name):
+            return self._name_values(expr.id, at, depth)
+        if (
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
+        ):
+            values = self.tensors.self_attribute_values(at).get(expr.attr)
+            if not values or not all(isinstance(v, ast.expr) for v in values):
+                return None
+            return [(v, v) for v in values if isinstance(v, ast.expr)]
+        return None
+
+    def _name_values(
+        self, name: str, at: ast.AST, depth: int
+    ) -> list[tuple[ast.expr, ast.AST]] | LoaderEvidence | None:
+        scope = enclosing_scope(at)
+        while True:
+            bindings = self.tensors.table(scope).bindings.get(name)
+            if bindings:
+                break
+            outer = _outer_scope(scope)
+            if outer is None:
+                return None
+            scope = outer
+        out: list[tuple[ast.expr, ast.AST]] = []
+        evidence: LoaderEvidence | None = None
+        for binding in bindings:
+            if binding.value is not None:
+                out.append((binding.value, binding.stmt))
+            elif isinstance(binding.stmt, _FUNCTIONS) and binding.stmt is scope:
+                found = self._parameter(scope, name, depth)
+                if found is None:
+                    return None
+                if isinstance(found, LoaderEvidence):
+                    evidence = found if evidence is None else evidence + found
+                else:
+                    out.extend(found)
+            else:
+                return None  # a loop target, an import, `with ... as`, `global`
+        if evidence is not None:
+            return evidence if not out else None
+        return out
+
+    # -- parameters ---------------------------------------------------------------------
+    def _parameter(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, depth: int
+    ) -> list[tuple[ast.expr, ast.AST]] | LoaderEvidence | None:
+        arg = next((a for a in _parameters(function) if a.arg == name), None)
+        if arg is None:
+            return None  # *args / **kwargs
+        if arg.annotation is not None and self.imports.qualname(arg.annotation) == DATALOADER:
+            return LoaderEvidence((), annotated=True)
+        return self.parameter_arguments(function, name)
+
+    def parameter_arguments(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+    ) -> list[tuple[ast.expr, ast.AST]] | None:
+        """What every caller in this module passes for parameter ``name`` of
+        ``function`` (a module-level function, or a method called on
+        ``self``), as (argument, call) pairs; None when a caller is unknown:
+        no call at all, the function used as a value, a decorator, ``*args``."""
+        if function.decorator_list:
+            return None
+        owner = parent(function)
+        calls = self._call_sites(function, owner)
+        if not calls:
+            return None
+        params = _parameters(function)
+        if isinstance(owner, ast.ClassDef):
+            params = params[1:]  # self
+        position = next((i for i, a in enumerate(params) if a.arg == name), None)
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                kw.arg is None for kw in call.keywords
+            ):
+                return None
+            value = next((kw.value for kw in call.keywords if kw.arg == name), None)
+            if value is None and position is not None and position < len(call.args):
+                value = call.args[position]
+            if value is None:
+                return None  # the default
+            out.append((value, call))
+        return out
+
+    def _call_sites(self, function: ast.AST, owner: ast.AST | None) -> list[ast.Call] | None:
+        name = getattr(function, "name", "")
+        calls: list[ast.Call] = []
+        if isinstance(owner, ast.Module):
+            for node in self.facts.index.of(ast.Name):
+                if node.id != name or not isinstance(node.ctx, ast.Load):
+                    continue
+                call = parent(node)
+                if not (isinstance(call, ast.Call) and call.func is node):
+                    return None  # used as a value: called from elsewhere
+                calls.append(call)
+            defined = [
+                s
+                for s in owner.body
+                if isinstance(s, SCOPE_TYPES) and getattr(s, "name", "") == name
+            ]
+            return calls if len(defined) == 1 else None
+        if isinstance(owner, ast.ClassDef):
+            others = [
+                c
+                for c in self.facts.classes.classes.values()
+                if c.node is not owner and name in c.methods
+            ]
+            if others:
+                return None  # another class's method of that name
+            for attribute in self.facts.index.of(ast.Attribute):
+                if attribute.attr != name:
+                    continue
+                call = parent(attribute)
+                if not (isinstance(call, ast.Call) and call.func is attribute):
+                    return None
+                calls.append(call)
+            return calls
+        return None
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _local_function(self, func: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        if not isinstance(func, ast.Name):
+            return None
+        found = [
+            s
+            for s in self.facts.tree.body
+            if isinstance(s, (*_FUNCTIONS, ast.ClassDef)) and s.name == func.id
+        ]
+        if len(found) != 1 or not isinstance(found[0], _FUNCTIONS) or found[0].decorator_list:
+            return None
+        return found[0]
+
+    def _shadowed(self, name: str, at: ast.AST) -> bool:
+        return shadowed(self.tensors, name, at)
+
+
+def shadowed(tensors: TensorFacts, name: str, at: ast.AST) -> bool:
+    """Is the builtin ``name`` rebound in a scope that ``at`` sees (a
+    parameter called ``str``, ``from numpy import float``)?"""
+    scope: ast.AST | None = enclosing_scope(at)
+    while scope is not None:
+        if tensors.table(scope).bindings.get(name):
+            return True
+        scope = _outer_scope(scope)
+    return False
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    args = function.args
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
+
+
+def _outer_scope(scope: ast.AST) -> ast.AST | None:
+    """The next scope whose names ``scope`` sees (class bodies are skipped)."""
+    for anc in ancestors(scope):
+        if isinstance(anc, SCOPE_TYPES) and not isinstance(anc, ast.ClassDef):
+            return anc
+    return None
