@@ -34,7 +34,7 @@ class IteratorNextMethod(Rule):
     `__next__`, so the line raises, measured with torch 2.13:
     `AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`
     (`'_MultiProcessingDataLoaderIter'` with `num_workers > 0`). Code copied from
-    older tutorials (seed 003's domain-adaptation loop uses `iter_source.next()`)
+    older tutorials (a domain-adaptation loop that calls `iter_source.next()`)
     crashes at its first batch. The builtin `next(it)` works on every iterator.
 
     ## Example
@@ -245,7 +245,7 @@ class IteratorNextMethod(Rule):
             target = torch.utils.data.DataLoader(range(12), batch_size=4)
             train(source, target)
             """,
-            note="seed 003 §6, with the loaders passed by the file's own call",
+            note="a domain-adaptation loop, with the loaders passed by the file's own call",
         ),
         Invalid(
             """

@@ -47,8 +47,8 @@ class NumpyRemovedAlias(Rule):
     with a DeprecationWarning since 1.20). Measured: on NumPy 1.26.4 and 2.4.6,
     `np.float` raises `AttributeError: module 'numpy' has no attribute 'float'`;
     on 1.26.4 `np.bool` and `np.long` raise too, and on 2.4.6 they are
-    `numpy.bool` and `numpy.int64`. Code from older tutorials (seed 003's
-    `calc_coeff` returns `np.float(...)`) crashes as soon as the line runs. The
+    `numpy.bool` and `numpy.int64`. Code from older tutorials (a gradient-reversal
+    `calc_coeff` that returns `np.float(...)`) crashes as soon as the line runs. The
     builtin is the drop-in replacement: `dtype=float` is float64 as before.
 
     ## Example
@@ -266,7 +266,7 @@ class NumpyRemovedAlias(Rule):
                 ramp = 2.0 * (high - low) / (1.0 + np.exp(-alpha*iter_num / max_iter))
                 return float(ramp - (high - low) + low)
             """,
-            note="seed 003 §4 (its `calc_coeff`)",
+            note="a gradient-reversal layer's `calc_coeff`",
         ),
         Invalid(
             """

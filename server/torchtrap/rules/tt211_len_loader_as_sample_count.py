@@ -82,7 +82,6 @@ class LenLoaderAsSampleCount(Rule):
     ```
 
     ## References
-    - TorchTrap seed 003 §6: `len(data_loader) = ceil(len(data_loader.dataset) / batch_size)`
     - https://discuss.pytorch.org/t/about-the-relation-between-batch-size-and-length-of-data-loader/10510
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
     """
@@ -384,7 +383,7 @@ class LenLoaderAsSampleCount(Rule):
                         correct += (pred == target).sum().item()
                 print(f"accuracy: {100.0 * correct / len(test_loader.dataset):.1f}%")
             """,
-            note="seed 003 §6's counting",
+            note="counting correct samples over batches",
         ),
         Invalid(
             """
