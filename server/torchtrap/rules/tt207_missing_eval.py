@@ -281,6 +281,7 @@ class MissingEval(Rule):
         function: Function | None,
         layers: list[ast.AST],
     ) -> Finding:
+        layers = list({id(layer): layer for layer in layers}.values())  # one per caller path
         kinds = sorted({_layer_kind(layer) for layer in layers})
         what = "/".join(kinds)
         message = f"`{name}` is run in training mode under `no_grad`: its {what} layers act as in training"
