@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
 from torchtrap.facts.tensors import MODULE_SELF_METHODS, TensorFacts, words
 
@@ -206,6 +206,17 @@ class ModelFacts:
                 if enclosing_function(c) is owner
             ]
         return [CallSite(c, enclosing_function(c)) for c in calls if c is not function]
+
+
+def may_be_module(info: ClassInfo, classes: ClassTable) -> bool:
+    """An nn.Module, or a class with a base this file cannot resolve
+    (``class Model(BaseFairseqModel)``): it may be one."""
+    if classes.is_module(info):
+        return True
+    return any(
+        not (isinstance(b, ast.Name) and (b.id == "object" or classes.get(b.id)))
+        for b in info.bases
+    )
 
 
 def is_eval_call(call: ast.Call) -> bool:

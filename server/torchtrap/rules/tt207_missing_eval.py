@@ -9,7 +9,13 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.autograd import grad_off_context, is_grad_off
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, walk_scope
-from torchtrap.facts.modules import MODE_METHODS, CallSite, ModelFacts, argument_for
+from torchtrap.facts.modules import (
+    MODE_METHODS,
+    CallSite,
+    ModelFacts,
+    argument_for,
+    may_be_module,
+)
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, RelatedLocation
 from torchtrap.fixes import edits
@@ -184,15 +190,8 @@ class MissingEval(Rule):
         cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
         if cls is None:
             return False
-        classes = self.ctx.facts.classes
-        info = classes.get(cls.name)
-        if info is None or classes.is_module(info):
-            return True
-        # An imported base may be an nn.Module (fairseq's BaseFairseqModel).
-        return any(
-            not (isinstance(b, ast.Name) and (b.id == "object" or classes.get(b.id)))
-            for b in info.bases
-        )
+        info = self.ctx.facts.classes.get(cls.name)
+        return info is None or may_be_module(info, self.ctx.facts.classes)
 
     def _trains(self, function: Function) -> bool:
         for node in walk_scope(function):
