@@ -91,15 +91,20 @@ class AutogradFacts:
             reach = self.tensors.reaching(expr.id, at)
             if reach is None or not reach.complete:
                 return False
-            return all(self._parameter_binding(b.value, b.loop_iter, b.path, b.stmt)
-                       for b in reach.bindings)
+            return all(
+                self._parameter_binding(b.value, b.loop_iter, b.path, b.stmt)
+                for b in reach.bindings
+            )
         if isinstance(expr, ast.Attribute):
             values = self.tensors.values_of(expr, at)
             return bool(values) and all(self.is_parameter(v, w) for v, w in values or ())
         return False
 
     def _parameter_binding(
-        self, value: ast.expr | None, loop_iter: ast.expr | None, path: tuple[int, ...],
+        self,
+        value: ast.expr | None,
+        loop_iter: ast.expr | None,
+        path: tuple[int, ...],
         stmt: ast.AST,
     ) -> bool:
         if value is not None:
@@ -139,9 +144,7 @@ class AutogradFacts:
 
     def _produces_graph_value(self, value: ast.expr, at: ast.AST, depth: int) -> bool:
         if isinstance(value, ast.BinOp):
-            return any(
-                self._graph_input(side, at, depth) for side in (value.left, value.right)
-            )
+            return any(self._graph_input(side, at, depth) for side in (value.left, value.right))
         if not isinstance(value, ast.Call):
             return False
         func = value.func

@@ -42,7 +42,11 @@ TORCHVISION_TRAIN_MODE_PREFIXES = (
     "regnet",
 )
 _FUNCTIONAL_DROPOUT = frozenset(
-    {"torch.nn.functional.dropout", "torch.nn.functional.dropout2d", "torch.nn.functional.dropout1d"}
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout1d",
+    }
 )
 # Methods that switch a module's mode (or return it switched).
 MODE_METHODS = frozenset({"eval", "train"})
@@ -168,9 +172,12 @@ class ModelFacts:
             value = value.func.value
         if not isinstance(value, ast.Call):
             return None
-        if isinstance(value.func, ast.Name) and self.classes.get(value.func.id) is None:
-            if self.imports.qualname(value.func) is None:
-                return None  # a local factory function: not followed (yet)
+        if (
+            isinstance(value.func, ast.Name)
+            and self.classes.get(value.func.id) is None
+            and self.imports.qualname(value.func) is None
+        ):
+            return None  # a local factory function: not followed (yet)
         return ModelOrigin(value, eval_mode)
 
     # -- calls ------------------------------------------------------------------
@@ -197,12 +204,15 @@ class ModelFacts:
         scope_parent = _parent_class(function)
         if scope_parent is not None:
             key = "self." + function.name
-            calls = [c for c in self._calls_by_name.get(key, ()) if _parent_class_of(c) is scope_parent]
+            calls = [
+                c for c in self._calls_by_name.get(key, ()) if _parent_class_of(c) is scope_parent
+            ]
         elif owner is None:
             calls = list(self._calls_by_name.get(function.name, ()))
         else:
             calls = [
-                c for c in self._calls_by_name.get(function.name, ())
+                c
+                for c in self._calls_by_name.get(function.name, ())
                 if enclosing_function(c) is owner
             ]
         return [CallSite(c, enclosing_function(c)) for c in calls if c is not function]

@@ -10,7 +10,6 @@ from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
-from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
 _IN_PLACE, _ASSIGN, _READ = "in-place", "assign", "read"
@@ -29,8 +28,9 @@ class DataAttribute(Rule):
     `.detach()` spelling says the same and keeps autograd's checks.
 
     Flags, as a hint, `p.data.mul_(...)`, `p.data[...] = ...`,
-    `p.data += ...`, `nn.init.normal_(p.data)` and `p.grad.data.zero_()` on parameters (`module.weight`,
-    `nn.Parameter`, loop variables over `.parameters()`) outside
+    `p.data += ...`, `nn.init.normal_(p.data)` and `p.grad.data.zero_()` on
+    parameters (`module.weight`, `nn.Parameter`, loop variables over
+    `.parameters()`) outside
     `torch.no_grad()`: they work, but `with torch.no_grad(): p.mul_(...)`
     says what it means.
 
@@ -309,8 +309,8 @@ class DataAttribute(Rule):
                     self.conv.weight.data = kernel
                     self.conv.bias.data = bias
             """,
-            note="`p.data = t` on a parameter swaps in another tensor (timm's re-parameterisation): "
-            "`copy_` under no_grad would not allow a new shape",
+            note="`p.data = t` on a parameter swaps in another tensor (timm's "
+            "re-parameterisation): `copy_` under no_grad would not allow a new shape",
         ),
     )
     invalid = (
@@ -473,4 +473,3 @@ def _function_name(func: ast.expr, imports: ImportTable) -> str:
         return func.id
     qualname = imports.qualname(func)
     return qualname.rpartition(".")[2] if qualname else ""
-

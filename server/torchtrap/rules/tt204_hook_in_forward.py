@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import ancestors, parent, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_function, parent, walk_scope
 from torchtrap.facts.modules import may_be_module
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix
@@ -98,29 +98,37 @@ class HookInForward(Rule):
 
     def check(self) -> Iterable[Finding]:
         tensors: TensorFacts | None = None
-        for function in self._forward_methods():
-            for call in walk_scope(function):
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-                    continue
-                method = call.func.attr
-                if method == "register_hook":
-                    tensors = tensors or TensorFacts(self.ctx.facts)
-                    finding = self._tensor_hook(function, call, call.func, tensors)
-                elif method in MODULE_HOOKS:
-                    finding = self._module_hook(function, call, call.func)
-                else:
-                    continue
-                if finding is not None:
-                    yield finding
-
-    def _forward_methods(self) -> Iterator[Function]:
-        classes = self.ctx.facts.classes
-        for info in classes.classes.values():
-            if not may_be_module(info, classes):
+        for call in self.ctx.facts.index.of(ast.Call):
+            func = call.func
+            if not isinstance(func, ast.Attribute):
                 continue
-            for name, method in info.methods.items():
-                if name in _FORWARD_NAMES:
-                    yield method
+            method = func.attr
+            if method != "register_hook" and method not in MODULE_HOOKS:
+                continue
+            function = self._forward_method(call)
+            if function is None:
+                continue
+            if method == "register_hook":
+                tensors = tensors or TensorFacts(self.ctx.facts)
+                finding = self._tensor_hook(function, call, func, tensors)
+            else:
+                finding = self._module_hook(function, call, func)
+            if finding is not None:
+                yield finding
+
+    def _forward_method(self, call: ast.Call) -> Function | None:
+        """The ``forward`` method of a (possible) module class that runs ``call``."""
+        function = enclosing_function(call)
+        if function is None or function.name not in _FORWARD_NAMES:
+            return None
+        owner = parent(function)
+        if not isinstance(owner, ast.ClassDef):
+            return None
+        classes = self.ctx.facts.classes
+        info = classes.get(owner.name)
+        if info is None or info.node is not owner or not may_be_module(info, classes):
+            return None
+        return function
 
     # -- tensor hooks ---------------------------------------------------------
     def _tensor_hook(
@@ -135,16 +143,17 @@ class HookInForward(Rule):
             return None
         stmt = parent(call)
         fixes: list[Fix] = []
-        if isinstance(stmt, ast.Expr) and structural.can_replace_statements(
-            self.ctx.tree, [stmt]
-        ):
+        if isinstance(stmt, ast.Expr) and structural.can_replace_statements(self.ctx.tree, [stmt]):
             source, tree, name = self.ctx.source, self.ctx.tree, receiver.id
             fixes.append(
                 Fix(
                     f"Register the hook only `if {name}.requires_grad:`",
                     Applicability.SAFE,
                     build=lambda: structural.wrap_in_if(
-                        source, tree, [stmt], f"{name}.requires_grad"  # type: ignore[list-item]
+                        source,
+                        tree,
+                        [stmt],
+                        f"{name}.requires_grad",
                     ),
                 )
             )
@@ -163,16 +172,15 @@ class HookInForward(Rule):
                 and isinstance(node.value, ast.Name)
                 and node.value.id == receiver.id
                 and not isinstance(parent(node), ast.If)
-                and (
-                    isinstance(node.ctx, ast.Store)
-                    or isinstance(parent(node), ast.Call)
-                )
+                and (isinstance(node.ctx, ast.Store) or isinstance(parent(node), ast.Call))
             ):
                 return True
         return False
 
     # -- module hooks -----------------------------------------------------------
-    def _module_hook(self, function: Function, call: ast.Call, func: ast.Attribute) -> Finding | None:
+    def _module_hook(
+        self, function: Function, call: ast.Call, func: ast.Attribute
+    ) -> Finding | None:
         stmt = parent(call)
         if not isinstance(stmt, ast.Expr):
             return None  # the handle is kept: it may be removed

@@ -22,8 +22,9 @@ class NonFullBackwardHook(Rule):
     something else).
 
     Silent when the receiver is provably not an `nn.Module`: a tensor, a
-    module or object imported from another library (`mylib.hooks.register_backward_hook`), an instance of a local class that
-    is not a module, or `self` in a class that defines its own
+    module or object imported from another library
+    (`mylib.hooks.register_backward_hook`), an instance of a local class
+    that is not a module, or `self` in a class that defines its own
     `register_backward_hook`.
 
     ## Why is this bad?
@@ -75,9 +76,13 @@ class NonFullBackwardHook(Rule):
 
     def _not_a_module(self, receiver: ast.expr, call: ast.Call, tensors: TensorFacts) -> bool:
         facts = self.ctx.facts
-        if isinstance(receiver, ast.Name) and receiver.id == "self" or isinstance(
-            receiver, ast.Call
-        ) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+        if (
+            isinstance(receiver, ast.Name)
+            and receiver.id == "self"
+            or isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "super"
+        ):
             cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
             info = facts.classes.get(cls.name) if cls is not None else None
             if info is None or OLD in info.methods:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
-from torchtrap.facts.index import walk_scope
+from torchtrap.facts.index import enclosing_function, parent, walk_scope
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -17,6 +17,7 @@ _FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
 # A class that overrides these moves or saves its tensors itself.
 _HANDLES_ITS_TENSORS = frozenset({"_apply", "_save_to_state_dict", "state_dict", "to", "cuda"})
 _CONTAINERS = (ast.List, ast.Tuple)
+_CANDIDATE_VALUES = (ast.Call, ast.List, ast.Tuple, ast.Dict)
 _LITERAL_ARRAYS = (ast.List, ast.Tuple)
 # Tensors built from data: scalars unless the data is a literal list.
 _FROM_DATA = frozenset(
@@ -94,20 +95,50 @@ class UnregisteredTensorAttribute(Rule):
     def check(self) -> Iterable[Finding]:
         classes = self.ctx.facts.classes
         tensors: TensorFacts | None = None
-        for info in classes.modules():
-            init = info.method("__init__")
-            if init is None or any(m in info.methods for m in _HANDLES_ITS_TENSORS):
+        handled: dict[str, set[str]] = {}  # per class, computed only for a candidate
+        for stmt, target, value in self._self_assignments():
+            init = enclosing_function(stmt)
+            if init is None or init.name != "__init__":
                 continue
-            registered = _registered_names(info) | _managed_names(info, init)
+            owner = parent(init)
+            info = classes.get(owner.name) if isinstance(owner, ast.ClassDef) else None
+            if info is None or info.node is not owner or not classes.is_module(info):
+                continue
+            if any(m in info.methods for m in _HANDLES_ITS_TENSORS):
+                continue
+            name = target.attr
+            if name in _FRAMEWORK_ATTRIBUTES:
+                continue
             tensors = tensors or TensorFacts(self.ctx.facts)
-            for stmt, target, value in _self_assignments(init):
-                name = target.attr
-                if name in registered or name in _FRAMEWORK_ATTRIBUTES:
-                    continue
-                if self._plain_tensor(value, stmt, tensors):
-                    yield self._finding(init, stmt, target, value, container=False)
-                elif self._tensor_container(value, stmt, tensors):
-                    yield self._finding(init, stmt, target, value, container=True)
+            if self._plain_tensor(value, stmt, tensors):
+                container = False
+            elif self._tensor_container(value, stmt, tensors):
+                container = True
+            else:
+                continue
+            if info.name not in handled:
+                handled[info.name] = _registered_names(info) | _managed_names(info, init)
+            if name not in handled[info.name]:
+                yield self._finding(init, stmt, target, value, container=container)
+
+    def _self_assignments(
+        self,
+    ) -> Iterator[tuple[ast.Assign | ast.AnnAssign, ast.Attribute, ast.expr]]:
+        """``self.x = <a call, list, tuple or dict>`` anywhere, from the shared index."""
+        index = self.ctx.facts.index
+        for node in index.of(ast.Assign):
+            if isinstance(node.value, _CANDIDATE_VALUES):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and _is_self_attribute(target):
+                        yield node, target, node.value
+        for ann in index.of(ast.AnnAssign):
+            target = ann.target
+            if (
+                isinstance(ann.value, _CANDIDATE_VALUES)
+                and isinstance(target, ast.Attribute)
+                and _is_self_attribute(target)
+            ):
+                yield ann, target, ann.value
 
     # -- detection ------------------------------------------------------------
     def _plain_tensor(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
@@ -135,7 +166,7 @@ class UnregisteredTensorAttribute(Rule):
         if isinstance(value, _CONTAINERS):
             items = list(value.elts)
         elif isinstance(value, ast.Dict):
-            items = [v for k, v in zip(value.keys, value.values) if k is not None]
+            items = [v for k, v in zip(value.keys, value.values, strict=True) if k is not None]
             if len(items) != len(value.values):
                 return False
         else:
@@ -179,12 +210,12 @@ class UnregisteredTensorAttribute(Rule):
 
         if persistent:
             return Fix(
-                f'Register `{name}` as a saved buffer (unsafe: old checkpoints lack the key '
+                f"Register `{name}` as a saved buffer (unsafe: old checkpoints lack the key "
                 "under strict loading)",
                 Applicability.UNSAFE,
                 build=build,
             )
-        return Fix(f'Register `{name}` as a buffer (`persistent=False`)', Applicability.SAFE, build)
+        return Fix(f"Register `{name}` as a buffer (`persistent=False`)", Applicability.SAFE, build)
 
     valid = (
         Valid(
@@ -335,7 +366,7 @@ class UnregisteredTensorAttribute(Rule):
                 def __init__(self):
                     super().__init__()
                     self.fc = nn.Linear(4, 4)
-                    self.scale = torch.tensor([0.5, 2.0, 1.0, 1.0])
+                    self.scale = torch.tensor([0.5, 2.0])
             """,
             line=9,
             message_contains="`self.scale` is a plain tensor",
@@ -348,7 +379,7 @@ class UnregisteredTensorAttribute(Rule):
                 def __init__(self):
                     super().__init__()
                     self.fc = nn.Linear(4, 4)
-                    self.register_buffer("scale", torch.tensor([0.5, 2.0, 1.0, 1.0]), persistent=False)
+                    self.register_buffer("scale", torch.tensor([0.5, 2.0]), persistent=False)
             """,
         ),
         Invalid(
@@ -400,19 +431,6 @@ class UnregisteredTensorAttribute(Rule):
             note="before `super().__init__()`: register_buffer would raise there, so no fix",
         ),
     )
-
-
-def _self_assignments(
-    init: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> Iterator[tuple[ast.Assign | ast.AnnAssign, ast.Attribute, ast.expr]]:
-    for node in walk_scope(init):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if _is_self_attribute(target):
-                    yield node, target, node.value  # type: ignore[misc]
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            if _is_self_attribute(node.target):
-                yield node, node.target, node.value  # type: ignore[misc]
 
 
 def _is_self_attribute(node: ast.AST) -> bool:

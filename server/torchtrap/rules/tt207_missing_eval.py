@@ -106,6 +106,7 @@ class MissingEval(Rule):
         self._managed: dict[int, set[str]] = {}
         self._functions: dict[str, Function] | None = None
         self._visiting: set[int] = set()
+        self._training: dict[int, bool] = {}
         seen: set[int] = set()
         for block in self._grad_off_blocks():
             for call in _calls_in(block):
@@ -118,18 +119,24 @@ class MissingEval(Rule):
 
     def _grad_off_blocks(self) -> Iterator[ast.AST]:
         index = self.ctx.facts.index
-        for node in (*index.of(ast.With), *index.of(ast.AsyncWith)):
+        withs: list[ast.With | ast.AsyncWith] = [*index.of(ast.With), *index.of(ast.AsyncWith)]
+        for node in withs:
             if any(is_grad_off(item.context_expr, self.imports) for item in node.items):
                 yield node
-        for function in (*index.of(ast.FunctionDef), *index.of(ast.AsyncFunctionDef)):
+        functions: list[Function] = [*index.of(ast.FunctionDef), *index.of(ast.AsyncFunctionDef)]
+        for function in functions:
             if any(is_grad_off(d, self.imports) for d in function.decorator_list):
                 yield function
 
     # -- detection ------------------------------------------------------------
     def _check_call(self, call: ast.Call) -> Finding | None:
         model = call.func
-        name = dotted_name(model)
-        if name is None or name == "self" or name.startswith(("torch.", "self.self")):
+        # A model is a local name or `self.<attr>`; `x.reshape(...)` is not.
+        if isinstance(model, ast.Name):
+            name = model.id
+        elif isinstance(model, ast.Attribute) and _is_self(model.value):
+            name = f"self.{model.attr}"
+        else:
             return None
         if self.imports.qualname(model) is not None:
             return None
@@ -138,17 +145,19 @@ class MissingEval(Rule):
             return None
         function = enclosing_function(call)
         if function is not None and (
-            self._trains(function)
-            or function.name.startswith(_LIGHTNING_EVAL_HOOKS)
+            function.name.startswith(_LIGHTNING_EVAL_HOOKS)
             or function.name.lstrip("_").startswith("train")
         ):
             return None
         if name.startswith("self.") and self._in_module_class(call):
             return None  # a submodule follows its parent's mode, set by the caller
-        if self._mode_managed(function, name):
-            return None
+        # The cheap evidence first: most calls are of unknown models.
         layers = self._unguarded_layers(model, call, function, name, 0)
         if not layers:
+            return None
+        if function is not None and self._trains(function):
+            return None
+        if self._mode_managed(function, name):
             return None
         return self._finding(call, model, name, block, function, layers)
 
@@ -183,7 +192,9 @@ class MissingEval(Rule):
             found.extend(self._site_layers(site, passed, passed_name, depth))
         return found
 
-    def _site_layers(self, site: CallSite, passed: ast.expr, name: str, depth: int) -> list[ast.AST]:
+    def _site_layers(
+        self, site: CallSite, passed: ast.expr, name: str, depth: int
+    ) -> list[ast.AST]:
         return self._unguarded_layers(passed, site.call, site.caller, name, depth + 1)
 
     def _in_module_class(self, node: ast.AST) -> bool:
@@ -194,14 +205,15 @@ class MissingEval(Rule):
         return info is None or may_be_module(info, self.ctx.facts.classes)
 
     def _trains(self, function: Function) -> bool:
-        for node in walk_scope(function):
-            if (
+        key = id(function)
+        if key not in self._training:
+            self._training[key] = any(
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in _TRAINING_CALLS
-            ):
-                return True
-        return False
+                for node in walk_scope(function)
+            )
+        return self._training[key]
 
     def _mode_managed(self, function: Function | None, name: str) -> bool:
         """Does ``function`` switch the model's mode or hand it to a helper
@@ -283,13 +295,19 @@ class MissingEval(Rule):
         layers = list({id(layer): layer for layer in layers}.values())  # one per caller path
         kinds = sorted({_layer_kind(layer) for layer in layers})
         what = "/".join(kinds)
-        message = f"`{name}` is run in training mode under `no_grad`: its {what} layers act as in training"
+        message = (
+            f"`{name}` is run in training mode under `no_grad`: "
+            f"its {what} layers act as in training"
+        )
         related = [
             RelatedLocation(
                 self.ctx.range(layer),
                 f"{_layer_kind(layer)} here: in training mode it "
-                + ("drops activations" if _layer_kind(layer) == "Dropout" else
-                   "uses batch statistics and updates its running statistics"),
+                + (
+                    "drops activations"
+                    if _layer_kind(layer) == "Dropout"
+                    else "uses batch statistics and updates its running statistics"
+                ),
             )
             for layer in layers[:3]
         ]
@@ -726,6 +744,10 @@ def _calls_in(block: ast.AST) -> Iterator[ast.Call]:
                 yield node
 
 
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
 def _dotted_prefix(expr: ast.AST) -> str:
     """``self.model.module`` of ``self.model.module[0].eval``."""
     while isinstance(expr, (ast.Subscript, ast.Call)):
@@ -818,4 +840,3 @@ def _layer_kind(layer: ast.AST) -> str:
     if "ropout" in text:
         return "Dropout"
     return "Dropout/BatchNorm"
-
