@@ -33,6 +33,7 @@ _DUMMY_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full",
 # A helper whose name says it handles the mode (`inference_context(model)`, `set_eval(model)`).
 _MODE_HELPER_PREFIXES = ("eval", "infer", "train", "mode")
 _MAX_CALLER_DEPTH = 3
+_LAYER_WORDS = ("Dropout", "BatchNorm", "dropout", "torchvision")
 
 
 class MissingEval(Rule):
@@ -100,6 +101,10 @@ class MissingEval(Rule):
     requires_text = ("no_grad", "inference_mode", "set_grad_enabled")
 
     def check(self) -> Iterable[Finding]:
+        if not any(word in self.ctx.text for word in _LAYER_WORDS):
+            # Models resolve within this file: no layer named here, no finding.
+            # (A project index that resolves classes across files drops this.)
+            return
         self.tensors = TensorFacts(self.ctx.facts)
         self.models = ModelFacts(self.tensors)
         self.imports = self.ctx.facts.imports
