@@ -181,6 +181,8 @@ class AutogradFacts:
             ):
                 return self.tensors.kind_of(expr, at) is Kind.TENSOR
             return self._produces_graph_value(expr, at, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            return self._produces_graph_value(expr, at, depth + 1)
         if isinstance(expr, ast.Name):
             reach = self.tensors.reaching(expr.id, at)
             return (

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
-from torchtrap.facts.index import enclosing_function, parent, walk_scope
+from torchtrap.facts.index import enclosing_function, parent
 from torchtrap.facts.tensors import MODULE_SELF_METHODS, TensorFacts, words
 
 # torch.nn layers whose forward depends on `module.training`.
@@ -292,7 +292,3 @@ def _parent_class_of(node: ast.AST) -> ast.ClassDef | None:
         function = enclosing_function(function)
     return None
 
-
-def scope_calls(function: ast.AST) -> list[ast.Call]:
-    """Calls inside ``function`` itself (not in nested functions)."""
-    return [n for n in walk_scope(function) if isinstance(n, ast.Call)]

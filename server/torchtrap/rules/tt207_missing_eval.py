@@ -11,7 +11,6 @@ from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, walk_scope
 from torchtrap.facts.modules import (
     MODE_METHODS,
-    CallSite,
     ModelFacts,
     argument_for,
     may_be_module,
@@ -194,13 +193,10 @@ class MissingEval(Rule):
                 return []
             if site.caller is not None and self._trains(site.caller):
                 return []
-            found.extend(self._site_layers(site, passed, passed_name, depth))
+            found.extend(
+                self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
+            )
         return found
-
-    def _site_layers(
-        self, site: CallSite, passed: ast.expr, name: str, depth: int
-    ) -> list[ast.AST]:
-        return self._unguarded_layers(passed, site.call, site.caller, name, depth + 1)
 
     def _in_module_class(self, node: ast.AST) -> bool:
         cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
