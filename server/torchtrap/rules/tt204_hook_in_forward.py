@@ -34,7 +34,8 @@ class HookInForward(Rule):
     """Flags hooks registered inside an `nn.Module`'s `forward`.
 
     ## What it does
-    Inside `forward`, flags
+    Inside `forward` (also `_forward`, `forward_features`) of an
+    `nn.Module` subclass (or a class with an imported base that may be one), flags
     - `x.register_hook(...)` on a tensor computed in (or passed to)
       `forward`, without a guard on `x.requires_grad` (or
       `torch.is_grad_enabled()`, or `self.training`);
@@ -46,8 +47,9 @@ class HookInForward(Rule):
     Silent for guarded registrations, hooks registered in `__init__` or
     any other method, registrations inside an `if` (registered once behind
     a flag), handles that are kept (`h = ...; h.remove()`, stored on
-    `self`, collected in a list), `grad_fn.register_hook`, and `forward`
-    methods of classes that are not modules.
+    `self`, collected in a list), `grad_fn.register_hook`,
+    `self.<attr>.register_hook` (a parameter requires grad under
+    `no_grad` too), and `forward` methods of classes that are not modules.
 
     ## Why is this bad?
     `Tensor.register_hook` raises on a tensor that does not require grad.
