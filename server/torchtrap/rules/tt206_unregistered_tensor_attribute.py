@@ -18,6 +18,8 @@ _FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
 _HANDLES_ITS_TENSORS = frozenset({"_apply", "_save_to_state_dict", "state_dict", "to", "cuda"})
 _CONTAINERS = (ast.List, ast.Tuple)
 _CANDIDATE_VALUES = (ast.Call, ast.List, ast.Tuple, ast.Dict)
+# Factories whose positional arguments are the size alone.
+_SHAPE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 _LITERAL_ARRAYS = (ast.List, ast.Tuple)
 # Tensors built from data: scalars unless the data is a literal list.
 _FROM_DATA = frozenset(
@@ -60,8 +62,11 @@ class UnregisteredTensorAttribute(Rule):
     the `state_dict` keys stay the same, the tensor now follows the
     module), or `register_buffer("name", value)` (unsafe: the key joins
     `state_dict`, and loading an old checkpoint with `strict=True` fails on
-    the missing key). A list of tensors needs a buffer per item or one
-    stacked buffer where the shapes allow: no automatic fix.
+    the missing key). A list or tuple of tensors needs a buffer per item or
+    one stacked buffer where the shapes allow: for `torch.zeros/ones/empty/
+    rand/randn` calls with the same size arguments,
+    `self.register_buffer("name", torch.stack([...]), persistent=False)`
+    (unsafe: a tensor instead of a list, so `append` and the like fail).
 
     ## Example
     ```python
@@ -190,12 +195,49 @@ class UnregisteredTensorAttribute(Rule):
             "register a buffer"
         )
         fixes: list[Fix] = []
-        if not container and _after_super_init(init, stmt) and _single_target(stmt):
-            fixes = [
-                self._buffer_fix(stmt, name, value, persistent=False),
-                self._buffer_fix(stmt, name, value, persistent=True),
-            ]
+        if _after_super_init(init, stmt) and _single_target(stmt):
+            if not container:
+                fixes = [
+                    self._buffer_fix(stmt, name, value, persistent=False),
+                    self._buffer_fix(stmt, name, value, persistent=True),
+                ]
+            elif self._same_shapes(value):
+                fixes = [self._stacked_fix(stmt, name, value)]
         return self.finding(target, message, fixes=fixes)
+
+    def _same_shapes(self, value: ast.expr) -> bool:
+        """A list or tuple of ``torch.zeros(4)``-like calls with the same
+        size arguments: ``torch.stack`` can hold them."""
+        if not isinstance(value, _CONTAINERS) or len(value.elts) < 2:
+            return False
+        shapes = set()
+        for item in value.elts:
+            if not isinstance(item, ast.Call):
+                return False
+            qualname = self.ctx.facts.imports.qualname(item.func) or ""
+            head, _, last = qualname.rpartition(".")
+            if head != "torch" or last not in _SHAPE_FACTORIES:
+                return False
+            if any(isinstance(a, ast.Starred) for a in item.args) or any(
+                kw.arg is None for kw in item.keywords
+            ):
+                return False
+            shapes.add(ast.dump(ast.Tuple(elts=item.args, ctx=ast.Load())))
+        return len(shapes) == 1
+
+    def _stacked_fix(self, stmt: ast.Assign | ast.AnnAssign, name: str, value: ast.expr) -> Fix:
+        source = self.ctx.source
+        items = source.segment(source.node_range(value))
+        if isinstance(value, ast.Tuple):
+            items = "[" + items.strip("()") + "]"
+        torch_name = next(iter(self.ctx.facts.imports.local_names_for("torch")), "torch")
+        call = f'self.register_buffer("{name}", {torch_name}.stack({items}), persistent=False)'
+        return Fix(
+            f"Register `{name}` as one stacked buffer (unsafe: a tensor instead of a "
+            f"{'list' if isinstance(value, ast.List) else 'tuple'}, so `append` and the like fail)",
+            Applicability.UNSAFE,
+            build=lambda: [Edit(source.node_range(stmt), call)],
+        )
 
     def _buffer_fix(
         self, stmt: ast.Assign | ast.AnnAssign, name: str, value: ast.expr, *, persistent: bool
@@ -412,10 +454,24 @@ class UnregisteredTensorAttribute(Rule):
             class Net(nn.Module):
                 def __init__(self):
                     super().__init__()
-                    self.masks = [torch.ones(4), torch.zeros(4)]
+                    self.m = [torch.ones(4), torch.rand(4)]
             """,
             line=8,
             message_contains="holds plain tensors",
+            note="same-shape factories: the stacked-buffer fix (unsafe)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.masks = [torch.ones(n), torch.zeros(2 * n)]
+            """,
+            line=8,
+            note="different shapes: no stacked fix",
         ),
         Invalid(
             """
