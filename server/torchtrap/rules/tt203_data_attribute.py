@@ -303,6 +303,19 @@ class DataAttribute(Rule):
             """
             import torch.nn as nn
 
+            model = nn.Linear(4, 2)
+
+            def save_grads(buffers):
+                for buf, p in zip(buffers, model.parameters()):
+                    buf.copy_(p.grad.data)
+            """,
+            note="`p.grad.data` as the argument of another tensor's `copy_` is only read "
+            "(fairseq's fp16 optimizer)",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
             class RepConv(nn.Module):
                 def reparameterize(self, kernel, bias):
                     self.conv = nn.Conv2d(4, 4, 3)
