@@ -492,6 +492,20 @@ class MissingEval(Rule):
         Valid(
             """
             import torch
+            import torch.nn as nn
+
+            def build():
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                with torch.no_grad():
+                    model[0].weight.fill_(0.01)
+                    model.apply(lambda m: None)
+                return model
+            """,
+            note="weight initialisation: the model is not run",
+        ),
+        Valid(
+            """
+            import torch
             from mylib import build_model
 
             def evaluate(x):
