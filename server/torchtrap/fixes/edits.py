@@ -29,6 +29,18 @@ def insert_before_statement(source: SourceText, stmt: ast.stmt, text: str) -> Ed
     return insert_at(Position(stmt.lineno, 0), nl.join(lines) + nl)
 
 
+def insert_after_statement(source: SourceText, stmt: ast.stmt, text: str) -> Edit:
+    """Insert ``text`` (no trailing newline) as new lines after ``stmt``,
+    indented like its first line."""
+    indent = source.indentation(stmt.lineno)
+    nl = source.newline
+    lines = [indent + line if line else line for line in text.split("\n")]
+    end = stmt.end_lineno or stmt.lineno
+    if end >= len(source.lines):  # the last line, without a newline after it
+        return insert_at(Position(end, len(source.line(end))), nl + nl.join(lines))
+    return insert_at(Position(end + 1, 0), nl.join(lines) + nl)
+
+
 def module_insertion_line(source: SourceText, tree: ast.Module) -> int:
     """The line after the module docstring, ``__future__`` imports and the
     top import block: where a helper function goes."""

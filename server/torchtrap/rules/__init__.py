@@ -8,6 +8,11 @@ from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLe
 from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
+from torchtrap.rules.tt203_data_attribute import DataAttribute
+from torchtrap.rules.tt204_hook_in_forward import HookInForward
+from torchtrap.rules.tt205_non_full_backward_hook import NonFullBackwardHook
+from torchtrap.rules.tt206_unregistered_tensor_attribute import UnregisteredTensorAttribute
+from torchtrap.rules.tt207_missing_eval import MissingEval
 from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
 from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
 from torchtrap.rules.tt210_autograd_variable import AutogradVariable
@@ -19,6 +24,11 @@ ALL_RULES: list[type[Rule]] = [
     CudaTensorInDataset,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
+    DataAttribute,
+    HookInForward,
+    NonFullBackwardHook,
+    UnregisteredTensorAttribute,
+    MissingEval,
     IteratorNextMethod,
     NumpyRemovedAlias,
     AutogradVariable,

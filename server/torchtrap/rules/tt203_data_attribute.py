@@ -1,0 +1,488 @@
+"""TT203: changes made through `.data`, which autograd does not see."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchtrap.facts.autograd import AutogradFacts, grad_off_context
+from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent
+from torchtrap.facts.tensors import TensorFacts
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+_IN_PLACE, _ASSIGN, _READ = "in-place", "assign", "read"
+
+
+class DataAttribute(Rule):
+    """Flags changes made through `.data`, which bypass autograd's checks.
+
+    ## What it does
+    Flags, as a warning, an in-place operation or assignment through
+    `.data` on a value in the autograd graph: `y.data.zero_()`,
+    `y.data[mask] = 0`, `y.data += 1`, `nn.init.zeros_(y.data)`, where `y`
+    is evidently an activation (a module's output, or a tensor operation on
+    a parameter or on a tensor created with `requires_grad=True`, computed
+    with grad enabled). Also flags `z = y.data` at hint severity: the
+    `.detach()` spelling says the same and keeps autograd's checks.
+
+    Flags, as a hint, `p.data.mul_(...)`, `p.data[...] = ...`,
+    `p.data += ...`, `nn.init.normal_(p.data)` and `p.grad.data.zero_()` on
+    parameters (`module.weight`, `nn.Parameter`, loop variables over
+    `.parameters()`) outside
+    `torch.no_grad()`: they work, but `with torch.no_grad(): p.mul_(...)`
+    says what it means.
+
+    Silent for `.data` of anything not evidently a tensor (a Dataset's
+    `self.data` array, torchvision's `dataset.data`, `PackedSequence.data`,
+    other libraries' `.data`), for `.data` reads used in an expression
+    (logging, printing, `.cpu().numpy()`), for parameters inside
+    `torch.no_grad()`, and for values computed under `torch.no_grad()`.
+
+    ## Why is this bad?
+    A change through `.data` is invisible to autograd: the tensor's version
+    counter does not move, so backward uses the modified values as if they
+    were the ones saved in the forward pass. Measured with torch 2.13
+    (pytorch issue 6990): `y = x.sigmoid(); y.data.zero_(); y.sum().backward()`
+    gives `x.grad = [0, 0]` instead of the true `[0.1966, 0.1050]`, with no
+    error; the same change through `y.detach().zero_()` raises "one of the
+    variables needed for gradient computation has been modified by an
+    inplace operation".
+
+    Fixes: a `.data` read → `.detach()` (safe where the value is only read);
+    an in-place change → the same change on the tensor itself inside
+    `with torch.no_grad():` (unsafe: on a graph value, backward then raises
+    instead of returning a wrong gradient; on a parameter it is the same
+    update).
+
+    ## Example
+    ```python
+    for p in model.parameters():
+        p.data.mul_(0.9)
+    ```
+
+    ## Use instead
+    ```python
+    for p in model.parameters():
+        with torch.no_grad():
+            p.mul_(0.9)
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §3 (`.data` vs `.detach()`)
+    - https://github.com/pytorch/pytorch/issues/6990
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html
+    """
+
+    code = "TT203"
+    name = "data-attribute"
+    summary = "an in-place change through `.data`, invisible to autograd"
+    requires_text = (".data",)
+
+    def check(self) -> Iterable[Finding]:
+        self.tensors = TensorFacts(self.ctx.facts)
+        self.autograd = AutogradFacts(self.tensors)
+        for node in self.ctx.facts.index.of(ast.Attribute):
+            if node.attr != "data":
+                continue
+            finding = self._check_data(node)
+            if finding is not None:
+                yield finding
+
+    def _check_data(self, data: ast.Attribute) -> Finding | None:
+        use, stmt = _usage(data, self.ctx.facts.imports)
+        if use is None or stmt is None:
+            return None
+        owner = data.value
+        if use == _READ:
+            if (
+                isinstance(stmt, ast.Assign)
+                and stmt.value is data
+                and self.autograd.in_graph(owner, stmt)
+            ):
+                return self._read_finding(data, stmt)
+            return None
+        if self.autograd.in_graph(owner, stmt):
+            return self._change_finding(data, stmt, use, Severity.WARNING)
+        if use == _ASSIGN:
+            # `p.data = t` swaps in another tensor (re-parameterisation, loading):
+            # `copy_` under no_grad would not allow a new shape or shared storage.
+            return None
+        grad = isinstance(owner, ast.Attribute) and owner.attr == "grad"
+        if (grad or self.autograd.is_parameter(owner, stmt)) and grad_off_context(
+            data, self.ctx.facts.imports
+        ) is None:
+            return self._change_finding(data, stmt, use, Severity.HINT)
+        return None
+
+    # -- findings ---------------------------------------------------------------
+    def _change_finding(
+        self, data: ast.Attribute, stmt: ast.stmt, use: str, severity: Severity
+    ) -> Finding:
+        shown = self._text(data.value)
+        if severity is Severity.WARNING:
+            message = (
+                f"a change through `{shown}.data` is invisible to autograd: "
+                f"gradients through `{shown}` are silently wrong"
+            )
+        else:
+            what = "a gradient" if shown.endswith(".grad") else "a parameter"
+            message = (
+                f"`{shown}.data` changes {what} behind autograd; "
+                f"use `with torch.no_grad():` on `{shown}` itself"
+            )
+        fix = self._no_grad_fix(data, stmt) if use != _ASSIGN else None
+        return self.finding(data, message, severity=severity, fixes=[fix] if fix else [])
+
+    def _read_finding(self, data: ast.Attribute, stmt: ast.Assign) -> Finding:
+        shown = self._text(data.value)
+        source = self.ctx.source
+        start = source.node_range(data.value).end
+        end = source.node_range(data).end
+        fixes: list[Fix] = []
+        target = stmt.targets[0] if len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name) and not self._mutated_after(target.id, stmt):
+            fixes.append(
+                Fix(
+                    f"Use `{shown}.detach()`",
+                    Applicability.SAFE,
+                    build=lambda: [Edit(Range(start, end), ".detach()")],
+                )
+            )
+        message = f"`{shown}.data` detaches without autograd's checks; use `{shown}.detach()`"
+        return self.finding(data, message, severity=Severity.HINT, fixes=fixes)
+
+    def _mutated_after(self, name: str, stmt: ast.stmt) -> bool:
+        table = self.tensors.table(enclosing_scope(stmt))
+        return any(p > (stmt.lineno, stmt.col_offset) for p in table.mutations.get(name, ()))
+
+    def _no_grad_fix(self, data: ast.Attribute, stmt: ast.stmt) -> Fix | None:
+        """``with torch.no_grad():`` around a one-line statement, ``.data``
+        dropped."""
+        if stmt.lineno != stmt.end_lineno or not isinstance(parent(stmt), _BODIES):
+            return None
+        if sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Attribute) and n.attr == "data") > 1:
+            return None  # several `.data`: one rewrite per round would leave a mix
+        torch_name = next(iter(self.ctx.facts.imports.local_names_for("torch")), None)
+        if torch_name is None:
+            return None
+        source = self.ctx.source
+        line = source.line(stmt.lineno)
+        if line[: len(line) - len(line.lstrip())].strip() or line.rstrip().endswith((";", "\\")):
+            return None
+        stmt_range = source.node_range(stmt)
+        if stmt_range.start.column != len(line) - len(line.lstrip()):
+            return None  # `if x: p.data.zero_()` on one line
+        data_start = source.node_range(data.value).end
+        data_end = source.node_range(data).end
+        text = source.segment(Range(stmt_range.start, data_start)) + source.segment(
+            Range(data_end, stmt_range.end)
+        )
+        indent = source.indentation(stmt.lineno)
+        unit = "    " if "\t" not in indent else "\t"
+        new = f"with {torch_name}.no_grad():{source.newline}{indent}{unit}{text}"
+        return Fix(
+            "Change the tensor itself under `torch.no_grad()` (unsafe: on a graph value, "
+            "backward then raises)",
+            Applicability.UNSAFE,
+            build=lambda: [Edit(stmt_range, new)],
+        )
+
+    def _text(self, node: ast.AST) -> str:
+        text = self.ctx.source.segment(self.ctx.range(node))
+        return text if len(text) <= 40 and "\n" not in text else "..."
+
+    valid = (
+        Valid(
+            """
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            class Points(Dataset):
+                def __init__(self):
+                    self.data = np.zeros((10, 2))
+
+                def __getitem__(self, i):
+                    self.data[i] += 1
+                    return self.data[i]
+            """,
+            note="a Dataset's own `self.data` array",
+        ),
+        Valid(
+            """
+            import torchvision
+
+            train = torchvision.datasets.MNIST("data", download=True)
+            train.data = train.data[:1000]
+            """,
+            note="torchvision's `dataset.data`",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            lstm = nn.LSTM(4, 4)
+
+            def run(packed):
+                out, _ = lstm(packed)
+                out.data.clamp_(0)
+                return out
+            """,
+            note="an LSTM returns a tuple: `out` may be a PackedSequence, not evidently a tensor",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            def step(x):
+                out = model(x)
+                print(out.data.cpu().numpy())
+                value = out.data.mean().item()
+                return value
+            """,
+            note="`.data` reads for logging",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+            with torch.no_grad():
+                model.weight.data.mul_(0.5)
+                for p in model.parameters():
+                    p.data.clamp_(-1, 1)
+            """,
+            note="parameters inside `torch.no_grad()`",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            @torch.no_grad()
+            def ema(target):
+                for p, q in zip(target.parameters(), model.parameters()):
+                    p.data.mul_(0.99).add_(q.data, alpha=0.01)
+            """,
+            note="a `@torch.no_grad()` function",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            def probe(x):
+                with torch.no_grad():
+                    out = model(x)
+                out.data.zero_()
+                return out
+            """,
+            note="a value computed under `torch.no_grad()` is not in the graph",
+        ),
+        Valid(
+            """
+            import torch
+
+            def reset(records):
+                for r in records:
+                    r.data.zero_()
+            """,
+            note="unknown receivers",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            def save_grads(buffers):
+                for buf, p in zip(buffers, model.parameters()):
+                    buf.copy_(p.grad.data)
+            """,
+            note="`p.grad.data` as the argument of another tensor's `copy_` is only read "
+            "(fairseq's fp16 optimizer)",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class RepConv(nn.Module):
+                def reparameterize(self, kernel, bias):
+                    self.conv = nn.Conv2d(4, 4, 3)
+                    self.conv.weight.data = kernel
+                    self.conv.bias.data = bias
+            """,
+            note="`p.data = t` on a parameter swaps in another tensor (timm's "
+            "re-parameterisation): `copy_` under no_grad would not allow a new shape",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            y = x.sigmoid()
+            y.data.zero_()
+            y.sum().backward()
+            """,
+            line=6,
+            severity=Severity.WARNING,
+            message_contains="invisible to autograd",
+            fixed="""
+            import torch
+
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            y = x.sigmoid()
+            with torch.no_grad():
+                y.zero_()
+            y.sum().backward()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.fc(x)
+                    h.data[h.data < 0] = 0
+                    return h * 2
+            """,
+            line=12,
+            severity=Severity.WARNING,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+            for p in model.parameters():
+                p.data.mul_(0.9)
+                p.grad.data.zero_()
+            """,
+            line=7,
+            severity=Severity.HINT,
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+            for p in model.parameters():
+                with torch.no_grad():
+                    p.mul_(0.9)
+                p.grad.data.zero_()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            master = nn.Linear(4, 2)
+            half = nn.Linear(4, 2)
+            master.weight.grad.data.copy_(half.weight.grad.data)
+            """,
+            line=7,
+            severity=Severity.HINT,
+            message_contains="changes a gradient",
+            note="one finding: the argument of `copy_` is only read",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            def features(x):
+                out = model(x)
+                snapshot = out.data
+                return snapshot
+            """,
+            line=9,
+            severity=Severity.HINT,
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+
+            def features(x):
+                out = model(x)
+                snapshot = out.detach()
+                return snapshot
+            """,
+        ),
+    )
+
+
+_BODIES = (
+    ast.Module,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.ExceptHandler,
+    ast.ClassDef,
+)
+
+
+def _usage(data: ast.Attribute, imports: ImportTable) -> tuple[str | None, ast.stmt | None]:
+    """How ``x.data`` is used: changed in place, assigned, or read; and the
+    statement."""
+    node: ast.AST = data
+    up = parent(node)
+    # `x.data.mul_(...)`, also chained: `x.data.mul_(a).add_(b)`.
+    if isinstance(up, ast.Attribute) and up.value is node:
+        call = parent(up)
+        name = up.attr
+        if (
+            isinstance(call, ast.Call)
+            and call.func is up
+            and name.endswith("_")
+            and not name.startswith("_")
+        ):
+            return _IN_PLACE, enclosing_statement(call)
+        return _READ, enclosing_statement(data)
+    if isinstance(data.ctx, ast.Store):
+        if isinstance(up, ast.AugAssign):
+            return _IN_PLACE, up
+        return _ASSIGN, enclosing_statement(data)
+    if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Store):
+        return _IN_PLACE, enclosing_statement(up)
+    if isinstance(up, ast.Call) and up.args and up.args[0] is node:
+        name = _function_name(up.func, imports)
+        if name.endswith("_") and not name.startswith("_"):
+            return _IN_PLACE, enclosing_statement(up)  # `nn.init.zeros_(x.data)`
+    return _READ, enclosing_statement(data)
+
+
+def _function_name(func: ast.expr, imports: ImportTable) -> str:
+    """The name of a function (not a method of a value: in `a.copy_(b.data)`,
+    `b.data` is the source)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    qualname = imports.qualname(func)
+    return qualname.rpartition(".")[2] if qualname else ""

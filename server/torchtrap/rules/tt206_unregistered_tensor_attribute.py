@@ -1,0 +1,551 @@
+"""TT206: an nn.Module stores a plain tensor on `self` in `__init__`."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+
+from torchtrap.facts.autograd import PARAMETER_CLASSES
+from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.index import enclosing_function, parent, walk_scope
+from torchtrap.facts.tensors import Kind, TensorFacts
+from torchtrap.findings import Applicability, Edit, Finding, Fix
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+# Attributes frameworks read as plain tensors on purpose.
+_FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
+# A class that overrides these moves or saves its tensors itself.
+_HANDLES_ITS_TENSORS = frozenset({"_apply", "_save_to_state_dict", "state_dict", "to", "cuda"})
+_CONTAINERS = (ast.List, ast.Tuple)
+_CANDIDATE_VALUES = (ast.Call, ast.List, ast.Tuple, ast.Dict)
+# Factories whose positional arguments are the size alone.
+_SHAPE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+_LITERAL_ARRAYS = (ast.List, ast.Tuple)
+# Tensors built from data: scalars unless the data is a literal list.
+_FROM_DATA = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"}
+)
+# `self.x.to(device)` where it is used: the class moves it by hand.
+_MOVES = frozenset({"to", "cuda", "type_as", "to_device"})
+
+
+class UnregisteredTensorAttribute(Rule):
+    """Flags a plain tensor stored on `self` in an `nn.Module`'s `__init__`.
+
+    ## What it does
+    Flags `self.name = <tensor>` in the `__init__` of an `nn.Module`
+    subclass, where the value is evidently a tensor (`torch.zeros(...)`,
+    `torch.tensor(...)`, `torch.arange(...)`, a tensor method of one) or a
+    list, tuple or dict of such tensors.
+
+    Silent for scalars (`torch.tensor(0.5)`, `torch.tensor(cfg.WEIGHT)`: a
+    0-dim CPU tensor mixes with CUDA tensors), attributes the class
+    reassigns outside `__init__` (a cache or running state) or moves where
+    it uses them (`self.bins.to(x.device)`), `register_buffer(...)`, `nn.Parameter(...)`,
+    `nn.ParameterList`, a name registered as a buffer or parameter anywhere
+    in the class (assigning a tensor to it updates the buffer), values turned
+    into Python values at once (`.tolist()`, `.item()`), classes that are not
+    `nn.Module`s, classes that override `_apply`/`state_dict`/`to`, and
+    Lightning's `example_input_array`.
+
+    ## Why is this bad?
+    `nn.Module` tracks parameters, buffers and submodules; a tensor
+    assigned as a plain attribute is none of these. Measured with torch
+    2.13: it is missing from `state_dict()` (a checkpoint does not save it,
+    so a reload gets whatever `__init__` computes again), and
+    `.to(device)`, `.cuda()`, `.half()` and `.double()` do not convert it:
+    after `model.double()` the module's weights are float64 and the plain
+    tensor is still float32; after `model.cuda()` it stays on the CPU and
+    the first forward fails with a device mismatch.
+
+    Fixes: `self.register_buffer("name", value, persistent=False)` (safe:
+    the `state_dict` keys stay the same, the tensor now follows the
+    module), or `register_buffer("name", value)` (unsafe: the key joins
+    `state_dict`, and loading an old checkpoint with `strict=True` fails on
+    the missing key). A list or tuple of tensors needs a buffer per item or
+    one stacked buffer where the shapes allow: for `torch.zeros/ones/empty/
+    rand/randn` calls with the same size arguments,
+    `self.register_buffer("name", torch.stack([...]), persistent=False)`
+    (unsafe: a tensor instead of a list, so `append` and the like fail).
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.scale = torch.tensor([0.5, 2.0, 1.0, 1.0])
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.register_buffer("scale", torch.tensor([0.5, 2.0, 1.0, 1.0]), persistent=False)
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §3 (plain tensor attribute on an `nn.Module`)
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
+    - https://discuss.pytorch.org/t/what-is-the-difference-between-register-buffer-and-register-parameter-of-nn-module/32723
+    """
+
+    code = "TT206"
+    name = "unregistered-tensor-attribute"
+    summary = "an `nn.Module` stores a plain tensor on `self` (not in `state_dict`, not moved)"
+    requires_text = ("torch",)
+
+    def check(self) -> Iterable[Finding]:
+        classes = self.ctx.facts.classes
+        tensors: TensorFacts | None = None
+        handled: dict[str, set[str]] = {}  # per class, computed only for a candidate
+        for stmt, target, value in self._self_assignments():
+            init = enclosing_function(stmt)
+            if init is None or init.name != "__init__":
+                continue
+            owner = parent(init)
+            info = classes.get(owner.name) if isinstance(owner, ast.ClassDef) else None
+            if info is None or info.node is not owner or not classes.is_module(info):
+                continue
+            if any(m in info.methods for m in _HANDLES_ITS_TENSORS):
+                continue
+            name = target.attr
+            if name in _FRAMEWORK_ATTRIBUTES:
+                continue
+            tensors = tensors or TensorFacts(self.ctx.facts)
+            if self._plain_tensor(value, stmt, tensors):
+                container = False
+            elif self._tensor_container(value, stmt, tensors):
+                container = True
+            else:
+                continue
+            if info.name not in handled:
+                handled[info.name] = _registered_names(info) | _managed_names(info, init)
+            if name not in handled[info.name]:
+                yield self._finding(init, stmt, target, value, container=container)
+
+    def _self_assignments(
+        self,
+    ) -> Iterator[tuple[ast.Assign | ast.AnnAssign, ast.Attribute, ast.expr]]:
+        """``self.x = <a call, list, tuple or dict>`` anywhere, from the shared index."""
+        index = self.ctx.facts.index
+        for node in index.of(ast.Assign):
+            if isinstance(node.value, _CANDIDATE_VALUES):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and _is_self_attribute(target):
+                        yield node, target, node.value
+        for ann in index.of(ast.AnnAssign):
+            target = ann.target
+            if (
+                isinstance(ann.value, _CANDIDATE_VALUES)
+                and isinstance(target, ast.Attribute)
+                and _is_self_attribute(target)
+            ):
+                yield ann, target, ann.value
+
+    # -- detection ------------------------------------------------------------
+    def _plain_tensor(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
+        """A fresh tensor: built by torch (not a Parameter, not a reference to
+        another module's weight)."""
+        node = value
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if self.ctx.facts.imports.qualname(node.func) is not None:
+                break
+            node = node.func.value  # `torch.zeros(3).float()` → `torch.zeros(3)`
+        if not isinstance(node, ast.Call):
+            return False
+        qualname = self.ctx.facts.imports.qualname(node.func)
+        if qualname is None or qualname in PARAMETER_CLASSES or not qualname.startswith("torch."):
+            return False
+        if qualname in _FROM_DATA and not (
+            node.args and isinstance(node.args[0], _LITERAL_ARRAYS) and node.args[0].elts
+        ):
+            # A scalar (`torch.tensor(0.5)`, a config value): a 0-dim CPU tensor
+            # mixes with CUDA tensors, and its shape is unknown otherwise.
+            return False
+        return tensors.kind_of(value, at) is Kind.TENSOR
+
+    def _tensor_container(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
+        if isinstance(value, _CONTAINERS):
+            items = list(value.elts)
+        elif isinstance(value, ast.Dict):
+            items = [v for k, v in zip(value.keys, value.values, strict=True) if k is not None]
+            if len(items) != len(value.values):
+                return False
+        else:
+            return False
+        return bool(items) and all(self._plain_tensor(item, at, tensors) for item in items)
+
+    # -- finding ------------------------------------------------------------------
+    def _finding(
+        self,
+        init: ast.FunctionDef | ast.AsyncFunctionDef,
+        stmt: ast.Assign | ast.AnnAssign,
+        target: ast.Attribute,
+        value: ast.expr,
+        *,
+        container: bool,
+    ) -> Finding:
+        name = target.attr
+        what = "holds plain tensors" if container else "is a plain tensor"
+        message = (
+            f"`self.{name}` {what}: not in `state_dict`, not moved by `.to()`/`.double()`; "
+            "register a buffer"
+        )
+        fixes: list[Fix] = []
+        if _after_super_init(init, stmt) and _single_target(stmt):
+            if not container:
+                fixes = [
+                    self._buffer_fix(stmt, name, value, persistent=False),
+                    self._buffer_fix(stmt, name, value, persistent=True),
+                ]
+            elif self._same_shapes(value):
+                fixes = [self._stacked_fix(stmt, name, value)]
+        return self.finding(target, message, fixes=fixes)
+
+    def _same_shapes(self, value: ast.expr) -> bool:
+        """A list or tuple of ``torch.zeros(4)``-like calls with the same
+        size arguments: ``torch.stack`` can hold them."""
+        if not isinstance(value, _CONTAINERS) or len(value.elts) < 2:
+            return False
+        shapes = set()
+        for item in value.elts:
+            if not isinstance(item, ast.Call):
+                return False
+            qualname = self.ctx.facts.imports.qualname(item.func) or ""
+            head, _, last = qualname.rpartition(".")
+            if head != "torch" or last not in _SHAPE_FACTORIES:
+                return False
+            if any(isinstance(a, ast.Starred) for a in item.args) or any(
+                kw.arg is None for kw in item.keywords
+            ):
+                return False
+            shapes.add(ast.dump(ast.Tuple(elts=item.args, ctx=ast.Load())))
+        return len(shapes) == 1
+
+    def _stacked_fix(self, stmt: ast.Assign | ast.AnnAssign, name: str, value: ast.expr) -> Fix:
+        source = self.ctx.source
+        items = source.segment(source.node_range(value))
+        if isinstance(value, ast.Tuple):
+            items = "[" + items.strip("()") + "]"
+        torch_name = next(iter(self.ctx.facts.imports.local_names_for("torch")), "torch")
+        call = f'self.register_buffer("{name}", {torch_name}.stack({items}), persistent=False)'
+        return Fix(
+            f"Register `{name}` as one stacked buffer (unsafe: a tensor instead of a "
+            f"{'list' if isinstance(value, ast.List) else 'tuple'}, so `append` and the like fail)",
+            Applicability.UNSAFE,
+            build=lambda: [Edit(source.node_range(stmt), call)],
+        )
+
+    def _buffer_fix(
+        self, stmt: ast.Assign | ast.AnnAssign, name: str, value: ast.expr, *, persistent: bool
+    ) -> Fix:
+        source = self.ctx.source
+        value_text = source.segment(source.node_range(value))
+        call = f'self.register_buffer("{name}", {value_text}'
+        call += ")" if persistent else ", persistent=False)"
+
+        def build() -> list[Edit]:
+            return [Edit(source.node_range(stmt), call)]
+
+        if persistent:
+            return Fix(
+                f"Register `{name}` as a saved buffer (unsafe: old checkpoints lack the key "
+                "under strict loading)",
+                Applicability.UNSAFE,
+                build=build,
+            )
+        return Fix(f"Register `{name}` as a buffer (`persistent=False`)", Applicability.SAFE, build)
+
+    valid = (
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("scale", torch.ones(4))
+                    self.weight = nn.Parameter(torch.zeros(4))
+                    self.extra = nn.ParameterList([nn.Parameter(torch.zeros(2))])
+            """,
+            note="registered buffers and parameters",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("mask", None)
+                    self.mask = torch.ones(4, dtype=torch.bool)
+            """,
+            note="assigning a tensor to a registered buffer's name updates the buffer",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.sizes = torch.tensor([1, 2, 3]).tolist()
+                    self.total = torch.ones(3).sum().item()
+            """,
+            note="converted to Python values at once",
+        ),
+        Valid(
+            """
+            import torch
+
+            class Stats:
+                def __init__(self):
+                    self.mean = torch.zeros(3)
+            """,
+            note="not an nn.Module",
+        ),
+        Valid(
+            """
+            import torch
+            import lightning as L
+
+            class Model(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.example_input_array = torch.zeros(1, 3, 32, 32)
+            """,
+            note="Lightning's `example_input_array` is meant to be a plain tensor",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self, fc):
+                    super().__init__()
+                    self.fc = fc
+                    self.w = fc.weight
+                    self.cache = None
+            """,
+            note="a reference to another module's parameter, or a value of unknown kind",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.anchors = torch.zeros(4)
+
+                def _apply(self, fn, recurse=True):
+                    self.anchors = fn(self.anchors)
+                    return super()._apply(fn, recurse)
+            """,
+            note="the class moves its tensors itself",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Rotary(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.cos_cached = torch.empty(0, dim)
+
+                def forward(self, x):
+                    if x.shape[0] > self.cos_cached.shape[0]:
+                        self.cos_cached = torch.ones(x.shape[0], x.shape[1], device=x.device)
+                    return self.cos_cached
+            """,
+            note="a cache the class recomputes at run time (fairseq's rotary embedding)",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Loss(nn.Module):
+                def __init__(self, cfg):
+                    super().__init__()
+                    self.pos_weight = torch.tensor(cfg.POSITIVE_WEIGHT, dtype=torch.float32)
+                    self.eps = torch.tensor(1e-6)
+            """,
+            note="scalars (detectron2's TensorMask): a 0-dim CPU tensor mixes with CUDA tensors",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Variance(nn.Module):
+                def __init__(self, lo, hi, steps):
+                    super().__init__()
+                    self.bins = torch.linspace(lo, hi, steps)
+
+                def forward(self, x):
+                    return torch.bucketize(x, self.bins.to(x.device))
+            """,
+            note="moved by hand where it is used (fairseq's FastSpeech2)",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+                    self.scale = torch.tensor([0.5, 2.0])
+            """,
+            line=9,
+            message_contains="`self.scale` is a plain tensor",
+            fix_title="persistent=False",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+                    self.register_buffer("scale", torch.tensor([0.5, 2.0]), persistent=False)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def __init__(self, n):
+                    super(Head, self).__init__()
+                    self.index = torch.arange(n).long()
+            """,
+            line=8,
+            fix_title="saved buffer",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def __init__(self, n):
+                    super(Head, self).__init__()
+                    self.register_buffer("index", torch.arange(n).long())
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.m = [torch.ones(4), torch.rand(4)]
+            """,
+            line=8,
+            message_contains="holds plain tensors",
+            note="same-shape factories: the stacked-buffer fix (unsafe)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.masks = [torch.ones(n), torch.zeros(2 * n)]
+            """,
+            line=8,
+            note="different shapes: no stacked fix",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    self.offset = torch.zeros(3)
+                    super().__init__()
+            """,
+            line=7,
+            note="before `super().__init__()`: register_buffer would raise there, so no fix",
+        ),
+    )
+
+
+def _is_self_attribute(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _registered_names(info: ClassInfo) -> set[str]:
+    """Names the class registers as buffers/parameters/modules anywhere."""
+    names: set[str] = set()
+    for node in ast.walk(info.node):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("register_buffer", "register_parameter", "add_module")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value)
+    return names
+
+
+def _managed_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Attributes the class handles at run time: reassigned outside
+    ``__init__`` (a cache, a running state) or moved where used
+    (``self.bins.to(x.device)``)."""
+    names: set[str] = set()
+    for method in info.methods.values():
+        for node in walk_scope(method):
+            if method is not init and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.attr for t in targets if _is_self_attribute(t))  # type: ignore[attr-defined]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MOVES
+                and _is_self_attribute(node.func.value)
+            ):
+                names.add(node.func.value.attr)  # type: ignore[attr-defined]
+    return names
+
+
+def _after_super_init(init: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt) -> bool:
+    """Is there a ``super().__init__(...)`` (or ``Base.__init__(self, ...)``)
+    call before ``stmt``? ``register_buffer`` raises before it."""
+    for node in walk_scope(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and (node.lineno, node.col_offset) < (stmt.lineno, stmt.col_offset)
+        ):
+            return True
+    return False
+
+
+def _single_target(stmt: ast.Assign | ast.AnnAssign) -> bool:
+    return isinstance(stmt, ast.AnnAssign) or len(stmt.targets) == 1

@@ -1,0 +1,857 @@
+"""TT207: a model with Dropout/BatchNorm evaluated under no_grad in training mode."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+
+from torchtrap.facts.autograd import grad_off_context, is_grad_off
+from torchtrap.facts.imports import ImportTable, dotted_name
+from torchtrap.facts.index import ancestors, enclosing_function, walk_scope
+from torchtrap.facts.modules import (
+    MODE_METHODS,
+    ModelFacts,
+    argument_for,
+    may_be_module,
+)
+from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, TensorFacts
+from torchtrap.findings import Applicability, Edit, Finding, Fix, RelatedLocation
+from torchtrap.fixes import edits
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+# Calls that mark a function as a training step: a no_grad block there
+# computes a target or a teacher's output, not an evaluation.
+_TRAINING_CALLS = frozenset({"backward", "manual_backward", "step", "zero_grad"})
+# Lightning runs these with the model already in eval mode.
+_LIGHTNING_EVAL_HOOKS = ("validation_", "test_", "predict_", "on_validation", "on_test")
+# Dummy inputs: a shape probe, not an evaluation.
+_DUMMY_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full", "randint"})
+# A helper whose name says it handles the mode (`inference_context(model)`, `set_eval(model)`).
+_MODE_HELPER_PREFIXES = ("eval", "infer", "train", "mode")
+_MAX_CALLER_DEPTH = 3
+_LAYER_WORDS = ("Dropout", "BatchNorm", "dropout", "torchvision")
+
+
+class MissingEval(Rule):
+    """Flags a model with Dropout or BatchNorm run under `torch.no_grad()` while in training mode.
+
+    ## What it does
+    Flags a call of a model inside `with torch.no_grad():` /
+    `torch.inference_mode()` (or a function decorated with them) when the
+    model's class holds `nn.Dropout*` or `nn.BatchNorm*` layers (or
+    `F.dropout(..., training=self.training)`) and nothing calls `.eval()` or
+    `.train(False)` on it: not in the function, and not in any caller in
+    this file that passes the model in.
+
+    Silent when the model is unknown (built elsewhere, a factory function,
+    an import), when its class has neither layer (or `nn.Dropout(0.0)`,
+    `track_running_stats=False`), when the function also trains (calls
+    `.backward()`, `.step()`, `zero_grad()`: a target or a teacher's output
+    computed inside a training step), when the input is a dummy tensor
+    (`model(torch.zeros(1, 3, 224, 224))`: a shape probe), when the model
+    is handed to a helper whose name mentions the mode (`inference_context(model)`),
+    in Lightning's validation/test/predict hooks (Lightning switches modes
+    itself), and when the function has no known callers to pass the model in.
+
+    ## Why is this bad?
+    `torch.no_grad()` only stops gradient recording; it does not switch
+    layers to inference behaviour. In training mode, measured with torch
+    2.13: `nn.Dropout(0.5)` zeroes about half of the outputs (32 of 64) and
+    two evaluations of the same input differ; `nn.BatchNorm1d` normalizes
+    with the batch's statistics and *updates its running statistics* with
+    the evaluation data (`running_mean` 0 → 0.48 after one batch of mean 5,
+    `num_batches_tracked` 1): evaluating without `.eval()` gives noisy
+    metrics and silently changes the model.
+
+    Fixes (both unsafe: code after the block may rely on training mode):
+    insert `model.eval()` before the block, or the bracketed form that
+    restores the previous mode afterwards
+    (`was_training = model.training; model.eval(); ...; model.train(was_training)`).
+
+    ## Example
+    ```python
+    model = Net()  # holds nn.Dropout(0.5)
+    train(model)
+    with torch.no_grad():
+        accuracy = (model(x_val).argmax(1) == y_val).float().mean()
+    ```
+
+    ## Use instead
+    ```python
+    model = Net()
+    train(model)
+    model.eval()
+    with torch.no_grad():
+        accuracy = (model(x_val).argmax(1) == y_val).float().mean()
+    ```
+
+    ## References
+    - TorchTrap pitfall facts §3 (a model left in train mode under `torch.no_grad()`)
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+    - https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
+    """
+
+    code = "TT207"
+    name = "missing-eval"
+    summary = "a model with Dropout/BatchNorm run under `torch.no_grad()` without `.eval()`"
+    requires_text = ("no_grad", "inference_mode", "set_grad_enabled")
+
+    def check(self) -> Iterable[Finding]:
+        if not any(word in self.ctx.text for word in _LAYER_WORDS):
+            # Models resolve within this file: no layer named here, no finding.
+            # (A project index that resolves classes across files drops this.)
+            return
+        self.tensors = TensorFacts(self.ctx.facts)
+        self.models = ModelFacts(self.tensors)
+        self.imports = self.ctx.facts.imports
+        self._managed: dict[int, set[str]] = {}
+        self._functions: dict[str, Function] | None = None
+        self._visiting: set[int] = set()
+        self._training: dict[int, bool] = {}
+        seen: set[int] = set()
+        for block in self._grad_off_blocks():
+            for call in _calls_in(block):
+                if id(call) in seen:
+                    continue
+                seen.add(id(call))
+                finding = self._check_call(call)
+                if finding is not None:
+                    yield finding
+
+    def _grad_off_blocks(self) -> Iterator[ast.AST]:
+        index = self.ctx.facts.index
+        withs: list[ast.With | ast.AsyncWith] = [*index.of(ast.With), *index.of(ast.AsyncWith)]
+        for node in withs:
+            if any(is_grad_off(item.context_expr, self.imports) for item in node.items):
+                yield node
+        functions: list[Function] = [*index.of(ast.FunctionDef), *index.of(ast.AsyncFunctionDef)]
+        for function in functions:
+            if any(is_grad_off(d, self.imports) for d in function.decorator_list):
+                yield function
+
+    # -- detection ------------------------------------------------------------
+    def _check_call(self, call: ast.Call) -> Finding | None:
+        model = call.func
+        # A model is a local name or `self.<attr>`; `x.reshape(...)` is not.
+        if isinstance(model, ast.Name):
+            name = model.id
+        elif isinstance(model, ast.Attribute) and _is_self(model.value):
+            name = f"self.{model.attr}"
+        else:
+            return None
+        if self.imports.qualname(model) is not None:
+            return None
+        block = grad_off_context(call, self.imports)
+        if block is None or _is_shape_probe(call, self.imports):
+            return None
+        function = enclosing_function(call)
+        if function is not None and (
+            function.name.startswith(_LIGHTNING_EVAL_HOOKS)
+            or function.name.lstrip("_").startswith("train")
+        ):
+            return None
+        if name.startswith("self.") and self._in_module_class(call):
+            return None  # a submodule follows its parent's mode, set by the caller
+        # The cheap evidence first: most calls are of unknown models.
+        layers = self._unguarded_layers(model, call, function, name, 0)
+        if not layers:
+            return None
+        if function is not None and self._trains(function):
+            return None
+        if self._mode_managed(function, name):
+            return None
+        return self._finding(call, model, name, block, function, layers)
+
+    def _unguarded_layers(
+        self, model: ast.expr, at: ast.AST, function: Function | None, name: str, depth: int
+    ) -> list[ast.AST]:
+        """Train-mode layers of the model, when no path to ``at`` switches it
+        to eval mode; empty when unknown or switched."""
+        if depth > _MAX_CALLER_DEPTH:
+            return []
+        origin = self.models.model_constructor(model, at)
+        if origin is not None:
+            return [] if origin.eval_mode else self.models.layers_of_constructor(origin.call)
+        if not (isinstance(model, ast.Name) and function is not None):
+            return []
+        if not _is_parameter_of(function, model.id, self.tensors, at):
+            return []
+        # A parameter: what the callers pass, unless a caller switches it.
+        sites = self.models.callers_of(function)
+        if not sites:
+            return []
+        found: list[ast.AST] = []
+        for site in sites:
+            passed = argument_for(site.call, function, model.id)
+            if passed is None:
+                return []
+            passed_name = dotted_name(passed)
+            if passed_name is None or self._mode_managed(site.caller, passed_name):
+                return []
+            if site.caller is not None and self._trains(site.caller):
+                return []
+            found.extend(
+                self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
+            )
+        return found
+
+    def _in_module_class(self, node: ast.AST) -> bool:
+        cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
+        if cls is None:
+            return False
+        info = self.ctx.facts.classes.get(cls.name)
+        return info is None or may_be_module(info, self.ctx.facts.classes)
+
+    def _trains(self, function: Function) -> bool:
+        key = id(function)
+        if key not in self._training:
+            self._training[key] = any(
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _TRAINING_CALLS
+                for node in walk_scope(function)
+            )
+        return self._training[key]
+
+    def _mode_managed(self, function: Function | None, name: str) -> bool:
+        """Does ``function`` switch the model's mode or hand it to a helper
+        that may? For ``self.<attr>``, any method of the class; for a
+        module-level name, any code in the module."""
+        root = name.split(".", 1)[0]
+        scopes: list[ast.AST] = [function] if function is not None else []
+        if root == "self" and function is not None:
+            cls = next((a for a in ancestors(function) if isinstance(a, ast.ClassDef)), None)
+            if cls is not None:
+                scopes.extend(
+                    s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                )
+        elif function is None or root not in _local_names(function):
+            scopes.append(self.ctx.tree)
+            scopes.extend(self.ctx.facts.index.of(ast.FunctionDef))
+        return any(
+            _same_model(receiver, name) for scope in scopes for receiver in self._switched(scope)
+        )
+
+    def _switched(self, scope: ast.AST) -> set[str]:
+        """Dotted names whose mode ``scope`` switches (``m.eval()``,
+        ``m.train(...)``) or hands to a mode helper."""
+        key = id(scope)
+        if key not in self._managed:
+            names: set[str] = set()
+            for node in walk_scope(scope):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in MODE_METHODS:
+                    names.add(_dotted_prefix(func.value))
+                    continue
+                if self._mode_helper(func):
+                    for arg in (*node.args, *(kw.value for kw in node.keywords)):
+                        names.add(_dotted_prefix(arg))
+            self._managed[key] = names
+        return self._managed[key]
+
+    def _mode_helper(self, func: ast.expr) -> bool:
+        """A function that may switch the mode of a model passed to it: a
+        local function that switches some mode, or one defined elsewhere
+        whose name mentions the mode (``inference_context``, ``set_eval``)."""
+        if isinstance(func, ast.Name):
+            local = self._local_functions().get(func.id)
+            if local is not None:
+                if id(local) in self._visiting:
+                    return False
+                self._visiting.add(id(local))
+                try:
+                    return bool(self._switched(local))
+                finally:
+                    self._visiting.discard(id(local))
+        words = re.split(r"[._]", (dotted_name(func) or "").lower())
+        return any(
+            word.startswith(_MODE_HELPER_PREFIXES) and not word.startswith("model")
+            for word in words
+        )
+
+    def _local_functions(self) -> dict[str, Function]:
+        if self._functions is None:
+            self._functions = {
+                s.name: s
+                for s in self.ctx.tree.body
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+        return self._functions
+
+    # -- finding ------------------------------------------------------------------
+    def _finding(
+        self,
+        call: ast.Call,
+        model: ast.expr,
+        name: str,
+        block: ast.AST,
+        function: Function | None,
+        layers: list[ast.AST],
+    ) -> Finding:
+        layers = list({id(layer): layer for layer in layers}.values())  # one per caller path
+        kinds = sorted({_layer_kind(layer) for layer in layers})
+        what = "/".join(kinds)
+        message = (
+            f"`{name}` is run in training mode under `no_grad`: "
+            f"its {what} layers act as in training"
+        )
+        related = [
+            RelatedLocation(
+                self.ctx.range(layer),
+                f"{_layer_kind(layer)} here: in training mode it "
+                + (
+                    "drops activations"
+                    if _layer_kind(layer) == "Dropout"
+                    else "uses batch statistics and updates its running statistics"
+                ),
+            )
+            for layer in layers[:3]
+        ]
+        fixes = self._fixes(model, name, block, function)
+        return self.finding(call, message, fixes=fixes, related=related)
+
+    def _fixes(
+        self, model: ast.expr, name: str, block: ast.AST, function: Function | None
+    ) -> list[Fix]:
+        source = self.ctx.source
+        if isinstance(block, (ast.With, ast.AsyncWith)):
+            if isinstance(model, ast.Name) and not _bound_before(self.tensors, model, block):
+                return []
+            anchor: ast.stmt = block
+        elif isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not (isinstance(model, ast.Name) and _is_parameter_of(block, model.id)) and not (
+                name.startswith("self.") and _is_parameter_of(block, "self")
+            ):
+                return []
+            anchor = _first_statement(block)
+        else:
+            return []
+        eval_line = f"{name}.eval()"
+        fixes = [
+            Fix(
+                f"Call `{eval_line}` before it (unsafe: code after it may rely on training mode)",
+                Applicability.UNSAFE,
+                build=lambda: [edits.insert_before_statement(source, anchor, eval_line)],
+            )
+        ]
+        if isinstance(block, (ast.With, ast.AsyncWith)) and not _leaves_early(block):
+            flag = _fresh_name("was_training", function or self.ctx.tree)
+
+            def bracket() -> list[Edit]:
+                return [
+                    edits.insert_before_statement(
+                        source, block, f"{flag} = {name}.training\n{eval_line}"
+                    ),
+                    edits.insert_after_statement(source, block, f"{name}.train({flag})"),
+                ]
+
+            fixes.append(
+                Fix(
+                    f"Switch `{name}` to eval mode for the block and restore its mode after "
+                    "(unsafe: changes the mode inside the block)",
+                    Applicability.UNSAFE,
+                    build=bracket,
+                )
+            )
+        return fixes
+
+    valid = (
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def evaluate(x):
+                model = Net()
+                model.eval()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="`.eval()` before the block",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def evaluate(model, x):
+                with torch.no_grad():
+                    return model(x)
+
+            def main(x):
+                model = Net()
+                model.eval()
+                return evaluate(model, x)
+            """,
+            note="the caller switches the model to eval mode",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.act = nn.ReLU()
+
+                def forward(self, x):
+                    return self.act(self.fc(x))
+
+            def evaluate(x):
+                model = Net()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="neither Dropout nor BatchNorm: training mode changes nothing",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(p=0.0)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def evaluate(x):
+                model = Net()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="`Dropout(p=0.0)` acts the same in both modes",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def train_step(student, x, y, optimizer):
+                teacher = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+                with torch.no_grad():
+                    target = teacher(x)
+                loss = ((student(x) - target) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            note="a target computed inside a training step",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def feature_size():
+                backbone = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+                with torch.no_grad():
+                    out = backbone(torch.zeros(1, 3, 32, 32))
+                return out.shape[1]
+            """,
+            note="a shape probe on a dummy tensor",
+        ),
+        Valid(
+            """
+            import torch
+
+            def ema_update(ema, model, decay):
+                with torch.no_grad():
+                    for e, p in zip(ema.parameters(), model.parameters()):
+                        e.mul_(decay).add_(p, alpha=1 - decay)
+            """,
+            note="an EMA update: no model is called",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def build():
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                with torch.no_grad():
+                    model[0].weight.fill_(0.01)
+                    model.apply(lambda m: None)
+                return model
+            """,
+            note="weight initialisation: the model is not run",
+        ),
+        Valid(
+            """
+            import torch
+            from mylib import build_model
+
+            def evaluate(x):
+                model = build_model()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="the model's class is unknown",
+        ),
+        Valid(
+            """
+            import torch
+
+            def evaluate(model, x):
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="a parameter with no caller in this file: unknown",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.bn = nn.BatchNorm1d(4)
+
+                def forward(self, x):
+                    return self.bn(x)
+
+            def evaluate(x):
+                model = Net().eval()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            note="switched to eval mode where it is built",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from detectron2.evaluation import inference_context
+
+            def evaluate(x):
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                with inference_context(model), torch.no_grad():
+                    return model(x)
+            """,
+            note="a helper that sets the mode (detectron2's `inference_context`)",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            import lightning as L
+
+            class Model(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+                @torch.no_grad()
+                def validation_step(self, batch, batch_idx):
+                    return self.net(batch)
+            """,
+            note="Lightning switches modes around its validation hooks",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from fairseq.models import BaseFairseqModel
+
+            class Wav2Vec(BaseFairseqModel):
+                def __init__(self):
+                    super().__init__()
+                    self.feature_extractor = nn.Sequential(nn.Conv1d(1, 8, 3), nn.Dropout(0.1))
+
+                def forward(self, source):
+                    with torch.no_grad():
+                        features = self.feature_extractor(source)
+                    return features
+            """,
+            note="a frozen submodule inside a module's forward follows the parent's mode "
+            "(fairseq wav2vec2)",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from lightning.pytorch import LightningModule
+
+            class SyncBNModule(LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.bn_layer = nn.BatchNorm1d(1)
+
+                def training_step(self, batch, batch_idx):
+                    with torch.no_grad():
+                        out_bn = self.bn_layer(batch)
+                    return out_bn.sum()
+            """,
+            note="inside a training step (Lightning's parity test)",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def evaluate(x):
+                model = Net()
+                with torch.no_grad():
+                    return model(x)
+            """,
+            line=17,
+            message_contains="`model` is run in training mode under `no_grad`",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def evaluate(x):
+                model = Net()
+                model.eval()
+                with torch.no_grad():
+                    return model(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+            x = torch.randn(16, 4)
+            with torch.no_grad():
+                y = model(x)
+            print(y.mean())
+            """,
+            line=8,
+            message_contains="BatchNorm",
+            fix_title="restore its mode",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+            x = torch.randn(16, 4)
+            was_training = model.training
+            model.eval()
+            with torch.no_grad():
+                y = model(x)
+            model.train(was_training)
+            print(y.mean())
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.drop(x)
+
+            @torch.no_grad()
+            def evaluate(model, x):
+                return model(x)
+
+            def main(x):
+                model = Net().to("cpu")
+                return evaluate(model, x)
+            """,
+            line=15,
+            note="the model comes from a caller in the same file",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.drop(x)
+
+            @torch.no_grad()
+            def evaluate(model, x):
+                model.eval()
+                return model(x)
+
+            def main(x):
+                model = Net().to("cpu")
+                return evaluate(model, x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self):
+                    self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))
+
+                def fit(self, x):
+                    return self.validate(x)
+
+                def validate(self, x):
+                    with torch.inference_mode():
+                        return self.model(x)
+            """,
+            line=14,
+            message_contains="`self.model`",
+        ),
+    )
+
+
+def _calls_in(block: ast.AST) -> Iterator[ast.Call]:
+    blocks = (ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef)
+    body = block.body if isinstance(block, blocks) else []
+    for stmt in body:
+        for node in (stmt, *walk_scope(stmt)):
+            if isinstance(node, ast.Call):
+                yield node
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _dotted_prefix(expr: ast.AST) -> str:
+    """``self.model.module`` of ``self.model.module[0].eval``."""
+    while isinstance(expr, (ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return dotted_name(expr) or ""
+
+
+def _same_model(receiver: str, name: str) -> bool:
+    """Does switching ``receiver`` switch the model ``name``? A local model
+    matches on its root name; ``self.x`` on ``self``, itself or a part."""
+    if not receiver:
+        return False
+    if not name.startswith("self."):
+        return receiver.split(".", 1)[0] == name.split(".", 1)[0]
+    return (
+        receiver == "self"
+        or receiver == name
+        or receiver.startswith(name + ".")
+        or name.startswith(receiver + ".")
+    )
+
+
+def _is_shape_probe(call: ast.Call, imports: ImportTable) -> bool:
+    for arg in call.args:
+        if isinstance(arg, ast.Call):
+            qualname = imports.qualname(arg.func) or ""
+            head, _, last = qualname.rpartition(".")
+            if head == "torch" and last in _DUMMY_FACTORIES and last in TORCH_TENSOR_FUNCTIONS:
+                return True
+    return False
+
+
+def _is_parameter_of(
+    function: Function, name: str, tensors: TensorFacts | None = None, at: ast.AST | None = None
+) -> bool:
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    if name not in names:
+        return False
+    if tensors is None or at is None:
+        return True
+    reach = tensors.reaching(name, at)
+    return reach is not None and all(b.stmt is function for b in reach.bindings)
+
+
+def _local_names(function: Function) -> set[str]:
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    for node in walk_scope(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def _bound_before(tensors: TensorFacts, model: ast.Name, block: ast.stmt) -> bool:
+    return tensors.reaching(model.id, block) is not None or enclosing_function(block) is None
+
+
+def _first_statement(function: Function) -> ast.stmt:
+    body = function.body
+    first = body[0]
+    if (
+        len(body) > 1
+        and isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return body[1]
+    return first
+
+
+def _leaves_early(block: ast.AST) -> bool:
+    jumps = (ast.Return, ast.Raise, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
+    return any(isinstance(n, jumps) for n in walk_scope(block))
+
+
+def _fresh_name(base: str, scope: ast.AST) -> str:
+    used = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    name, i = base, 1
+    while name in used:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def _layer_kind(layer: ast.AST) -> str:
+    text = ast.unparse(layer.func) if isinstance(layer, ast.Call) else ""
+    if "BatchNorm" in text:
+        return "BatchNorm"
+    if "ropout" in text:
+        return "Dropout"
+    return "Dropout/BatchNorm"
