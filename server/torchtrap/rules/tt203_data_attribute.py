@@ -70,7 +70,6 @@ class DataAttribute(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (`.data` vs `.detach()`)
     - https://github.com/pytorch/pytorch/issues/6990
     - https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html
     """

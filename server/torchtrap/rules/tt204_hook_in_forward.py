@@ -55,7 +55,7 @@ class HookInForward(Rule):
     `Tensor.register_hook` raises on a tensor that does not require grad.
     Inside `forward` that is fine during training, and fails as soon as the
     model is evaluated under `torch.no_grad()`: measured with torch 2.13,
-    seed 003's gradient-reversal layer (`x = x * 1.0; x.register_hook(...)`)
+    a gradient-reversal layer (`x = x * 1.0; x.register_hook(...)`)
     raises "RuntimeError: cannot register a hook on a tensor that doesn't
     require gradient" in the first `with torch.no_grad(): model(x)`, an
     error that only appears at evaluation time.
@@ -87,8 +87,6 @@ class HookInForward(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (`register_hook` under `torch.no_grad()`,
-      forward hooks piling up)
     - https://pytorch.org/docs/stable/generated/torch.Tensor.register_hook.html
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_hook
     """

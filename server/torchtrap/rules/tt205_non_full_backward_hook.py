@@ -54,7 +54,6 @@ class NonFullBackwardHook(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (`register_backward_hook` FutureWarning)
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook
     """
 
@@ -112,8 +111,7 @@ class NonFullBackwardHook(Rule):
         )
         return self.finding(
             func,
-            f"`{OLD}` is deprecated: its `grad_input` covers only the forward's last "
-            f"operation; use `{NEW}`",
+            f"`{OLD}` is deprecated: its `grad_input` covers only the last op; use `{NEW}`",
             fixes=[fix],
         )
 

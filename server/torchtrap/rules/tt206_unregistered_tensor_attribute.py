@@ -87,7 +87,6 @@ class UnregisteredTensorAttribute(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (plain tensor attribute on an `nn.Module`)
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
     - https://discuss.pytorch.org/t/what-is-the-difference-between-register-buffer-and-register-parameter-of-nn-module/32723
     """

@@ -89,7 +89,6 @@ class MissingEval(Rule):
     ```
 
     ## References
-    - TorchTrap pitfall facts §3 (a model left in train mode under `torch.no_grad()`)
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
     - https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
     """
