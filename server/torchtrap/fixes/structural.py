@@ -232,7 +232,12 @@ def move_into_main(
         first -= 1
     last = _end(tree.body[-1])
     wanted = {statement_start(s) - first + 1 for s in moved}
-    separated = first == 1 or not source.line(first - 1).strip()
+    # Blank lines right above the segment already separate it (PEP 8 wants
+    # two before a definition).
+    above = 0
+    while first - above > 1 and not source.line(first - above - 1).strip():
+        above += 1
+    missing = 0 if first == 1 else max(0, 2 - above)
 
     def transform(module: cst.Module, positions: Any) -> cst.Module | None:
         import libcst as cst
@@ -260,11 +265,9 @@ def move_into_main(
         guard = cst.parse_statement(f'if __name__ == "__main__":\n    {function}()\n')
         guard = guard.with_changes(leading_lines=two_blank)
         new_body = [*kept, main, guard]
-        if separated:
-            # The blank lines above the segment now separate what follows.
-            new_body[0] = new_body[0].with_changes(
-                leading_lines=_strip_blank(new_body[0].leading_lines)
-            )
+        new_body[0] = new_body[0].with_changes(
+            leading_lines=[cst.EmptyLine()] * missing + _strip_blank(new_body[0].leading_lines)
+        )
         return module.with_changes(header=[], body=new_body, has_trailing_newline=True)
 
     return _rewrite(source, first, last, transform)

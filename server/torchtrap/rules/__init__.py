@@ -6,6 +6,7 @@ from torchtrap.rules.base import Context, Invalid, Rule, Valid
 from torchtrap.rules.tt101_stored_rng_in_dataset import StoredRngInDataset
 from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLegacyTorch
 from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
+from torchtrap.rules.tt106_workers_without_main_guard import WorkersWithoutMainGuard
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 
@@ -13,6 +14,7 @@ ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
     NumpyGlobalRngLegacyTorch,
     CudaTensorInDataset,
+    WorkersWithoutMainGuard,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
 ]

@@ -1,0 +1,244 @@
+"""What runs where when a DataLoader starts workers (TT104-TT107).
+
+- :func:`is_main_guard`, :func:`script_statements`: the module's top level
+  as a script runs it, outside ``if __name__ == "__main__":``;
+- :func:`loader_for`, :func:`iterated_loaders`: which DataLoader (with
+  workers) an expression is, and where a statement iterates one (the moment
+  workers start);
+- :func:`starts_workers`: whether a statement, or a local function it calls,
+  iterates a DataLoader with workers;
+- :func:`fork_only`: the module pins the ``fork`` start method.
+
+Single-file evidence only: a function imported from another module is
+unknown (the project index can answer it later).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
+from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+# Builtins and wrappers whose first argument is iterated right away (or, for
+# `iter`/`enumerate`/`tqdm`, by the loop around them).
+ITERATING_CALLS = frozenset(
+    {"iter", "list", "tuple", "next", "enumerate", "zip", "sorted", "sum", "any", "all", "tqdm"}
+)
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(stmt, ast.If):
+        return False
+    test = stmt.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and len(test.comparators) == 1
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def script_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Top-level statements that run on import: not definitions, not the
+    ``__main__`` guard. Blocks (``if``/``for``/``with``/``try``) count whole."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if is_main_guard(stmt):
+            continue
+        yield stmt
+
+
+def _walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and its descendants, without entering functions, lambdas or
+    classes (their bodies do not run here)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if not isinstance(child, SCOPE_TYPES):
+                stack.append(child)
+
+
+def _loaders_by_node(facts: ModuleFacts) -> dict[int, DataLoaderCall]:
+    found: dict[int, DataLoaderCall] | None = facts.__dict__.get("_loaders_by_node")
+    if found is None:
+        found = facts.__dict__["_loaders_by_node"] = {id(d.node): d for d in facts.dataloaders}
+    return found
+
+
+def loader_for(expr: ast.expr, facts: ModuleFacts) -> DataLoaderCall | None:
+    """The DataLoader call ``expr`` is: the call itself, or a name bound to
+    one (the last binding before ``expr`` in its scope, else the module's)."""
+    by_node = _loaders_by_node(facts)
+    for _ in range(3):
+        found = by_node.get(id(expr))
+        if found is not None:
+            return found
+        if not isinstance(expr, ast.Name):
+            return None
+        scope = enclosing_scope(expr)
+        value = assigned_value(expr.id, expr, scope)
+        if value is None and not isinstance(scope, ast.Module):
+            value = assigned_value(expr.id, expr, facts.tree)
+        if value is None:
+            return None
+        expr = value
+    return None
+
+
+def _iterated(node: ast.AST) -> list[ast.expr]:
+    """The expressions ``node`` iterates: a ``for`` loop's or comprehension's
+    iterable, ``yield from x``, the first argument of ``iter``/``list``/...."""
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        out = [node.iter]
+    elif isinstance(node, ast.YieldFrom):
+        out = [node.value]
+    elif (
+        isinstance(node, ast.Call)
+        and node.args
+        and isinstance(node.func, (ast.Name, ast.Attribute))
+        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ITERATING_CALLS
+    ):
+        out = list(node.args[:1])
+    else:
+        return []
+    # `for i, batch in enumerate(tqdm(loader))`: look through the wrappers.
+    expanded: list[ast.expr] = []
+    for expr in out:
+        while (
+            isinstance(expr, ast.Call)
+            and expr.args
+            and isinstance(expr.func, (ast.Name, ast.Attribute))
+            and (expr.func.id if isinstance(expr.func, ast.Name) else expr.func.attr)
+            in ITERATING_CALLS
+        ):
+            expr = expr.args[0]
+        expanded.append(expr)
+    return expanded
+
+
+def iterated_loaders(node: ast.AST, facts: ModuleFacts) -> Iterator[DataLoaderCall]:
+    """DataLoaders with (maybe) workers that ``node`` iterates in its own scope."""
+    for sub in _walk_same_scope(node):
+        for expr in _iterated(sub):
+            loader = loader_for(expr, facts)
+            if loader is not None and loader.may_have_workers:
+                yield loader
+
+
+def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
+    """The module-level ``def`` a call by plain name runs."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    found = None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == call.func.id:
+            found = stmt
+    return found
+
+
+def starts_workers(
+    node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: set[int] | None = None
+) -> DataLoaderCall | None:
+    """The DataLoader with workers that running ``node`` iterates: in its own
+    scope, or in a module-level function it calls (three calls deep)."""
+    for loader in iterated_loaders(node, facts):
+        return loader
+    if depth >= 3:
+        return None
+    seen = seen if seen is not None else set()
+    for sub in _walk_same_scope(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        fn = local_function(sub, facts.tree)
+        if fn is None or id(fn) in seen:
+            continue
+        passed = _passed_loader(sub, fn, facts)
+        if passed is not None:
+            return passed
+        seen.add(id(fn))
+        for stmt in fn.body:
+            found = starts_workers(stmt, facts, depth + 1, seen)
+            if found is not None:
+                return found
+    return None
+
+
+def start_method(loader: DataLoaderCall) -> str | None:
+    """The literal ``multiprocessing_context`` of a DataLoader ("spawn"...),
+    "?" for one only known at run time, None when absent."""
+    context = loader.argument("multiprocessing_context")
+    if context is None:
+        return None
+    if _says_fork(context):
+        return "fork"
+    for method in ("spawn", "forkserver"):
+        if _says(context, method):
+            return method
+    return "?"
+
+
+def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> DataLoaderCall | None:
+    """``train(loader)`` where ``train`` iterates that parameter."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    loaders = {}
+    for param, arg in given.items():
+        loader = loader_for(arg, facts)
+        if loader is not None and loader.may_have_workers:
+            loaders[param] = loader
+    if not loaders:
+        return None
+    for node in ast.walk(fn):
+        for expr in _iterated(node):
+            if isinstance(expr, ast.Name) and expr.id in loaders:
+                return loaders[expr.id]
+    return None
+
+
+def fork_only(loader: DataLoaderCall, facts: ModuleFacts) -> bool:
+    """The DataLoader pins the ``fork`` start method or one only known at run
+    time (``multiprocessing_context=ctx``), or the module calls
+    ``set_start_method("fork")``."""
+    method = start_method(loader)
+    if method is not None:
+        return method in ("fork", "?")
+    for call in facts.index.of(ast.Call):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name == "set_start_method" and call.args and _says_fork(call.args[0]):
+            return True
+    return False
+
+
+def _says_fork(expr: ast.expr) -> bool:
+    return _says(expr, "fork")
+
+
+def _says(expr: ast.expr, method: str) -> bool:
+    """``"spawn"`` or ``get_context("spawn")``."""
+    if isinstance(expr, ast.Constant):
+        return expr.value == method
+    return (
+        isinstance(expr, ast.Call)
+        and bool(expr.args)
+        and isinstance(expr.args[0], ast.Constant)
+        and expr.args[0].value == method
+    )
