@@ -242,3 +242,163 @@ def _says(expr: ast.expr, method: str) -> bool:
         and isinstance(expr.args[0], ast.Constant)
         and expr.args[0].value == method
     )
+
+
+# -- iterable datasets (TT105) -------------------------------------------------
+
+# Words whose presence in a dataset class means it may split its stream by
+# worker (or by rank, which code that shards usually does alongside).
+SHARDING_WORDS = (
+    "get_worker_info",
+    "worker_info",
+    "worker_id",
+    "num_workers",
+    "shard",
+    "split_by_worker",
+    "split_by_node",
+    "world_size",
+    "get_rank",
+    "islice",
+)
+
+# Calls whose result is a finite stream read from a source (files, ranges, tables).
+SOURCE_CALLS = frozenset(
+    {
+        "range",
+        "open",
+        "glob",
+        "iglob",
+        "listdir",
+        "scandir",
+        "walk",
+        "reader",
+        "DictReader",
+        "readlines",
+        "iterrows",
+        "itertuples",
+        "read_csv",
+        "read_json",
+        "load",
+        "loads",
+    }
+)
+# Calls that pass their argument's items along.
+_PASS_THROUGH = frozenset({"sorted", "list", "tuple", "reversed", "enumerate", "zip", "iter"})
+
+
+def call_name(node: ast.AST) -> str | None:
+    """``f`` for ``f(...)``, ``m`` for ``x.m(...)``."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def is_data_source(value: ast.expr) -> bool:
+    """A literal container, a comprehension, or a call from SOURCE_CALLS:
+    something that yields all of its items to whoever iterates it."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.GeneratorExp)):
+        return True
+    name = call_name(value)
+    if name in _PASS_THROUGH and isinstance(value, ast.Call) and value.args:
+        return all(is_data_source(arg) for arg in value.args)
+    return name in SOURCE_CALLS
+
+
+def stream_sources(
+    methods: list[FunctionNode], stores: dict[str, list[ast.expr]]
+) -> list[ast.expr]:
+    """What ``methods`` (a dataset's worker methods) iterate that is
+    evidently a whole finite stream: a source call, a ``with open(...) as f``
+    file, a local or ``self.x`` bound to one. ``stores`` maps ``self``
+    attributes to the values assigned to them."""
+    found: list[ast.expr] = []
+    for fn in methods:
+        me = (fn.args.posonlyargs + fn.args.args)[:1]
+        self_name = me[0].arg if me else None
+        opened = {
+            item.optional_vars.id
+            for node in ast.walk(fn)
+            if isinstance(node, (ast.With, ast.AsyncWith))
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
+        }
+        for node in ast.walk(fn):
+            for expr in _iterated(node):
+                if is_data_source(expr):
+                    found.append(expr)
+                elif isinstance(expr, ast.Name):
+                    value = assigned_value(expr.id, expr, fn)
+                    if expr.id in opened or (value is not None and is_data_source(value)):
+                        found.append(expr)
+                elif (
+                    isinstance(expr, ast.Attribute)
+                    and isinstance(expr.value, ast.Name)
+                    and expr.value.id == self_name
+                ):
+                    values = stores.get(expr.attr, [])
+                    if values and all(is_data_source(v) for v in values):
+                        found.append(expr)
+    return found
+
+
+# -- Python containers on a dataset (TT107) ------------------------------------
+
+# Calls that load a whole file into Python objects, by qualified name.
+LOADERS = frozenset(
+    {"json.load", "json.loads", "pickle.load", "pickle.loads", "yaml.safe_load", "yaml.load"}
+)
+# Methods that turn arrays, tables and files into Python containers.
+CONTAINER_METHODS = frozenset({"tolist", "to_dict", "readlines"})
+
+
+def python_container(value: ast.expr, fn: FunctionNode, facts: ModuleFacts) -> str | None:
+    """``json.load()`` / ``.tolist()`` ... when ``value`` is (a part of, or
+    a comprehension over) what such a call returned: the Python container
+    a dataset would keep. One local name is followed (``data = json.load(f);
+    self.items = data["images"]``)."""
+    for _ in range(3):
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if isinstance(value, (ast.ListComp, ast.DictComp)) and value.generators:
+            value = value.generators[0].iter
+            continue
+        if isinstance(value, ast.Call):
+            qual = facts.imports.qualname(value.func)
+            if qual in LOADERS:
+                return f"{qual}()"
+            if isinstance(value.func, ast.Attribute) and value.func.attr in CONTAINER_METHODS:
+                return f".{value.func.attr}()"
+            return None
+        if isinstance(value, ast.Name):
+            found = assigned_value(value.id, value, fn)
+            if found is None:
+                return None
+            value = found
+            continue
+        return None
+    return None
+
+
+def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
+    """``self.<attr>[index]`` in ``__getitem__``, indexed by its index parameter."""
+    params = [a.arg for a in getitem.args.posonlyargs + getitem.args.args]
+    if len(params) < 2:
+        return None
+    me, index = params[0], params[1]
+    for node in ast.walk(getitem):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == attr
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == me
+            and isinstance(node.slice, ast.Name)
+            and node.slice.id == index
+        ):
+            return node
+    return None

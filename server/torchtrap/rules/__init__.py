@@ -6,7 +6,9 @@ from torchtrap.rules.base import Context, Invalid, Rule, Valid
 from torchtrap.rules.tt101_stored_rng_in_dataset import StoredRngInDataset
 from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLegacyTorch
 from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
+from torchtrap.rules.tt105_iterable_dataset_not_sharded import IterableDatasetNotSharded
 from torchtrap.rules.tt106_workers_without_main_guard import WorkersWithoutMainGuard
+from torchtrap.rules.tt107_python_objects_in_worker_dataset import PythonObjectsInWorkerDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 
@@ -14,7 +16,9 @@ ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
     NumpyGlobalRngLegacyTorch,
     CudaTensorInDataset,
+    IterableDatasetNotSharded,
     WorkersWithoutMainGuard,
+    PythonObjectsInWorkerDataset,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
 ]
