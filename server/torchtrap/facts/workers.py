@@ -19,8 +19,11 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
+from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope
+from torchtrap.facts.tensors import Kind, TensorFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -402,3 +405,56 @@ def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
         ):
             return node
     return None
+
+
+# -- what a pickled object drags along (TT104) ---------------------------------
+
+
+def class_lineage(info: ClassInfo, classes: ClassTable) -> list[ClassInfo]:
+    """The class and its bases defined in this file, breadth-first."""
+    lineage: list[ClassInfo] = []
+    todo = [info]
+    while todo:
+        cls = todo.pop(0)
+        if any(c is cls for c in lineage):
+            continue
+        lineage.append(cls)
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and (local := classes.get(base.id)) is not None:
+                todo.append(local)
+    return lineage
+
+
+def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> str | None:
+    """How instances of ``info`` hold a model: "an nn.Module" when the class
+    is one, "holds `self.model`, an nn.Module" when a method stores one
+    (evidence from :class:`TensorFacts`, never from a name), "holds the CUDA
+    tensor `self.x`"; None when there is no evidence."""
+    if facts.classes.is_module(info):
+        return "an nn.Module"
+    for cls in class_lineage(info, facts.classes):
+        for fn in cls.methods.values():
+            for attr, _stmt, _target, value in self_stores(fn):
+                if value is None:
+                    continue
+                kind = tensors.kind_of(value, value)
+                if kind is Kind.MODULE:
+                    return f"holds `self.{attr}`, an nn.Module"
+                if kind is Kind.TENSOR and is_cuda_expression(value):
+                    return f"holds the CUDA tensor `self.{attr}`"
+    return None
+
+
+def is_cuda_expression(value: ast.expr) -> bool:
+    """``.cuda()``, ``.to("cuda")``, ``device="cuda"`` somewhere in ``value``."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "cuda":
+                return True
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (node.value == "cuda" or node.value.startswith("cuda:"))
+        ):
+            return True
+    return False
