@@ -136,13 +136,16 @@ def _iterated(node: ast.AST) -> list[ast.expr]:
     return expanded
 
 
-def iterated_loaders(node: ast.AST, facts: ModuleFacts) -> Iterator[DataLoaderCall]:
-    """DataLoaders with (maybe) workers that ``node`` iterates in its own scope."""
+def iterated_loaders(
+    node: ast.AST, facts: ModuleFacts
+) -> Iterator[tuple[ast.expr, DataLoaderCall]]:
+    """``(expression, loader)`` for each DataLoader with (maybe) workers that
+    ``node`` iterates in its own scope."""
     for sub in _walk_same_scope(node):
         for expr in _iterated(sub):
             loader = loader_for(expr, facts)
             if loader is not None and loader.may_have_workers:
-                yield loader
+                yield expr, loader
 
 
 def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
@@ -158,11 +161,12 @@ def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
 
 def starts_workers(
     node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: set[int] | None = None
-) -> DataLoaderCall | None:
-    """The DataLoader with workers that running ``node`` iterates: in its own
-    scope, or in a module-level function it calls (three calls deep)."""
-    for loader in iterated_loaders(node, facts):
-        return loader
+) -> tuple[ast.expr, DataLoaderCall] | None:
+    """Where running ``node`` starts DataLoader workers: ``(site, loader)``,
+    the site being in ``node``'s own scope (the iterated expression, or the
+    call of a module-level function that iterates it, three calls deep)."""
+    for found in iterated_loaders(node, facts):
+        return found
     if depth >= 3:
         return None
     seen = seen if seen is not None else set()
@@ -174,12 +178,12 @@ def starts_workers(
             continue
         passed = _passed_loader(sub, fn, facts)
         if passed is not None:
-            return passed
+            return sub, passed
         seen.add(id(fn))
         for stmt in fn.body:
-            found = starts_workers(stmt, facts, depth + 1, seen)
-            if found is not None:
-                return found
+            inner = starts_workers(stmt, facts, depth + 1, seen)
+            if inner is not None:
+                return sub, inner[1]
     return None
 
 
@@ -312,6 +316,15 @@ def is_data_source(value: ast.expr) -> bool:
     return name in SOURCE_CALLS
 
 
+def _target_used(loop: ast.For | ast.AsyncFor) -> bool:
+    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return any(
+        isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+    )
+
+
 def stream_sources(
     methods: list[FunctionNode], stores: dict[str, list[ast.expr]]
 ) -> list[ast.expr]:
@@ -331,6 +344,8 @@ def stream_sources(
             if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
         }
         for node in ast.walk(fn):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and not _target_used(node):
+                continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
             for expr in _iterated(node):
                 if is_data_source(expr):
                     found.append(expr)

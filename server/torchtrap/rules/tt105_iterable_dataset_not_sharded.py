@@ -211,6 +211,8 @@ def _status(loader: DataLoaderCall) -> LoaderStatus:
     # pattern the PyTorch docs show); one we cannot read is not evidence.
     if loader.argument("worker_init_fn") is not None or loader.has_splat:
         return LoaderStatus.IGNORED
+    if worker_count([loader]) == 1:
+        return LoaderStatus.IGNORED  # one worker: one copy of the stream
     return LoaderStatus.COUNTS
 
 
@@ -348,6 +350,29 @@ IterableDatasetNotSharded.valid = (
             '\n\nloader = DataLoader(Lines("data.txt"), batch_size=4, num_workers=2)\n', "\n"
         ),
         note="no DataLoader in this file",
+    ),
+)
+
+IterableDatasetNotSharded.valid += (
+    Valid(_LINES.replace("num_workers=2", "num_workers=1"), note="one worker: one copy"),
+    Valid(
+        """\
+        from torch.utils.data import DataLoader, IterableDataset
+
+
+        class QueueDataset(IterableDataset):
+            def __init__(self, queue):
+                self.queue = queue
+
+            def __iter__(self):
+                for _ in range(5):
+                    yield self.queue.get(timeout=5)
+
+
+        def make(queue):
+            return DataLoader(QueueDataset(queue), num_workers=2)
+        """,
+        note="a loop counter over a shared queue (Lightning's tests): not a stream source",
     ),
 )
 

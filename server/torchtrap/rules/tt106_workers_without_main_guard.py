@@ -108,21 +108,20 @@ class WorkersWithoutMainGuard(Rule):
         if not any(d.may_have_workers for d in facts.dataloaders):
             return
         for stmt in script_statements(self.ctx.tree):
-            loader = starts_workers(stmt, facts)
-            if loader is None or fork_only(loader, facts):
+            found = starts_workers(stmt, facts)
+            if found is None or fork_only(found[1], facts):
                 continue
-            yield self._finding(stmt, loader)
+            yield self._finding(*found)
             return  # one per module: the first statement that starts workers
 
-    def _finding(self, stmt: ast.stmt, loader: DataLoaderCall) -> Finding:
+    def _finding(self, site: ast.expr, loader: DataLoaderCall) -> Finding:
         method = start_method(loader)
         if method in ("spawn", "forkserver"):
             severity = Severity.ERROR
-            when = f"the {method} workers"
+            when = f"each {method} worker"
         else:
             severity = Severity.WARNING if loader.workers is Workers.SOME else Severity.INFO
             when = "under spawn/forkserver each worker"
-        target = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt
         message = 'DataLoader workers start at module level, outside `if __name__ == "__main__":`'
         related = [
             self.ctx.related(
@@ -132,7 +131,7 @@ class WorkersWithoutMainGuard(Rule):
             )
         ]
         return self.finding(
-            target, message, severity=severity, fixes=self._fixes(), related=related
+            site, message, severity=severity, fixes=self._fixes(), related=related
         )
 
     # -- fix -----------------------------------------------------------------
