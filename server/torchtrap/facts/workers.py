@@ -316,6 +316,12 @@ def is_data_source(value: ast.expr) -> bool:
     return name in SOURCE_CALLS
 
 
+def _materialized(value: ast.expr) -> bool:
+    """A container the dataset holds: a source, or ``list(x)``/``sorted(x)``
+    of anything (materialised once, whole, in the parent)."""
+    return is_data_source(value) or call_name(value) in ("list", "sorted", "tuple")
+
+
 def _target_used(loop: ast.For | ast.AsyncFor) -> bool:
     names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     return any(
@@ -359,7 +365,7 @@ def stream_sources(
                     and expr.value.id == self_name
                 ):
                     values = stores.get(expr.attr, [])
-                    if values and all(is_data_source(v) for v in values):
+                    if values and all(_materialized(v) for v in values):
                         found.append(expr)
     return found
 
