@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.index import walk_scope
 from torchtrap.facts.workers import (
     fork_only,
     is_main_guard,
@@ -130,9 +131,7 @@ class WorkersWithoutMainGuard(Rule):
                 f'and fails with "{BOOTSTRAP_ERROR}"',
             )
         ]
-        return self.finding(
-            site, message, severity=severity, fixes=self._fixes(), related=related
-        )
+        return self.finding(site, message, severity=severity, fixes=self._fixes(), related=related)
 
     # -- fix -----------------------------------------------------------------
     def _fixes(self) -> list[Fix]:
@@ -227,14 +226,28 @@ def _bound_names(statements: list[ast.stmt]) -> set[str]:
 
 
 def _read_in_functions(tree: ast.Module) -> set[str]:
-    """Names that module-level functions and methods read (as globals, when
-    they do not bind them)."""
+    """Names that functions and methods of the module read as globals: loaded
+    in their body, bound nowhere in it (parameters and assignments are local)."""
     names: set[str] = set()
     for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    names.add(node.id)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for fn in ast.walk(stmt):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            args = fn.args
+            local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+            local.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+            loads: set[str] = set()
+            declared: set[str] = set()
+            for node in walk_scope(fn):
+                if isinstance(node, ast.Name):
+                    (loads if isinstance(node.ctx, ast.Load) else local).add(node.id)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    local.add(node.name)
+                elif isinstance(node, ast.Global):
+                    declared.update(node.names)
+            names |= (loads - local) | (declared & loads)
     return names
 
 
@@ -426,5 +439,43 @@ WorkersWithoutMainGuard.invalid = (
             main()
         """,
         note="run-time worker count; a method reads a moved name: global, unsafe",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def show(epoch, batch):
+            print(epoch, batch)
+
+
+        loader = DataLoader(torch.arange(4), num_workers=2)
+        for epoch in range(2):
+            for batch in loader:
+                show(epoch, batch)
+        """,
+        line=11,
+        fix_title="Move the script into `main()` under a `__main__` guard",
+        fixed="""\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def show(epoch, batch):
+            print(epoch, batch)
+
+
+        def main():
+            loader = DataLoader(torch.arange(4), num_workers=2)
+            for epoch in range(2):
+                for batch in loader:
+                    show(epoch, batch)
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="a parameter named like a moved name is local: safe fix, no global",
     ),
 )
