@@ -118,8 +118,11 @@ class PythonObjectsInWorkerDataset(Rule):
                 for attr, _stmt, _target, value in self_stores(fn)
                 if value is not None
             ]
+            unpacked = _unpacked_attributes(view.all_methods())
             candidates = []
             for attr, fn, value in stores:
+                if attr in unpacked:
+                    continue  # also bound by `self.a, self.b = ...`: unknown
                 how = python_container(value, fn, facts)
                 if how is not None and indexed_by_item(attr, getitem) is not None:
                     candidates.append((attr, value, how))
@@ -170,6 +173,23 @@ class PythonObjectsInWorkerDataset(Rule):
                 build,
             )
         ]
+
+
+def _unpacked_attributes(methods: Iterable[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]:
+    """Attributes bound by tuple assignment (``self.a, self.b = a, b``),
+    which :func:`self_stores` does not pair with a value."""
+    found: set[str] = set()
+    for fn in methods:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        found.update(
+                            e.attr
+                            for e in target.elts
+                            if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                        )
+    return found
 
 
 # -- examples ----------------------------------------------------------------
@@ -280,6 +300,13 @@ PythonObjectsInWorkerDataset.valid = (
     Valid(
         _LINES.replace("self.lines = fh.readlines()", "self.lines = np.array(fh.readlines())"),
         note="already a numpy array",
+    ),
+    Valid(
+        _LINES.replace(
+            "self.lines = fh.readlines()",
+            "self.lines = fh.readlines()\n        self.lines, self.n = pack(self.lines)",
+        ),
+        note="rebound by tuple assignment (fairseq's emotion_conversion): unknown",
     ),
 )
 
