@@ -19,7 +19,7 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from torchtrap.facts.classes import ClassInfo, ClassTable
+from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope
@@ -431,21 +431,6 @@ def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
 # -- what a pickled object drags along (TT104) ---------------------------------
 
 
-def class_lineage(info: ClassInfo, classes: ClassTable) -> list[ClassInfo]:
-    """The class and its bases defined in this file, breadth-first."""
-    lineage: list[ClassInfo] = []
-    todo = [info]
-    while todo:
-        cls = todo.pop(0)
-        if any(c is cls for c in lineage):
-            continue
-        lineage.append(cls)
-        for base in cls.bases:
-            if isinstance(base, ast.Name) and (local := classes.get(base.id)) is not None:
-                todo.append(local)
-    return lineage
-
-
 def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> str | None:
     """How instances of ``info`` hold a model: "an nn.Module" when the class
     is one, "holds `self.model`, an nn.Module" when a method stores one
@@ -453,7 +438,7 @@ def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> 
     tensor `self.x`"; None when there is no evidence."""
     if facts.classes.is_module(info):
         return "an nn.Module"
-    for cls in class_lineage(info, facts.classes):
+    for cls in facts.classes.lineage(info):
         for fn in cls.methods.values():
             for attr, _stmt, _target, value in self_stores(fn):
                 if value is None:

@@ -18,7 +18,7 @@ from torchtrap.facts.datasets import (
 )
 from torchtrap.facts.index import ancestors, enclosing_function
 from torchtrap.facts.tensors import Kind, TensorFacts
-from torchtrap.facts.workers import class_lineage, fork_only, is_cuda_expression, model_holding
+from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
@@ -197,7 +197,7 @@ class CudaStatePickledIntoWorkers(Rule):
         for view in datasets.views():
             stored = [
                 (attr, value)
-                for cls in class_lineage(view.info, facts.classes)
+                for cls in facts.classes.lineage(view.info)
                 for fn in cls.methods.values()
                 for attr, _stmt, _target, value in self_stores(fn)
                 if value is not None
@@ -297,7 +297,7 @@ def _is_method_of(fn: FunctionNode, cls: ast.ClassDef) -> bool:
 
 
 def _method(info: ClassInfo, name: str, rule: Rule) -> FunctionNode | None:
-    for cls in class_lineage(info, rule.ctx.facts.classes):
+    for cls in rule.ctx.facts.classes.lineage(info):
         if name in cls.methods:
             return cls.methods[name]
     return None
