@@ -83,6 +83,10 @@ def test_statements_sharing_a_line_or_not_consecutive_are_refused() -> None:
     assert not can_replace_statements(tree, body[3:4])  # `z = y` shares its line
     assert not can_replace_statements(tree, [body[1], body[4]])
     assert not can_replace_statements(tree, [])
+    source, one_line = _parse("def f(x):\n    if x: y = 1\n    return x\n")
+    inner = one_line.body[0].body[0].body  # type: ignore[attr-defined]
+    assert can_replace_statements(one_line, inner)
+    assert not can_replace_statements(one_line, inner, source)  # on its header's line
     _, flat = _parse("a = 1; b = 2\nc = 3\n")
     assert not can_replace_statements(flat, flat.body[:1])
     assert can_replace_statements(flat, flat.body[2:])

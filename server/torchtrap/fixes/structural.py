@@ -105,11 +105,18 @@ def top_level_span(tree: ast.Module, first_line: int, last_line: int) -> tuple[i
     return statement_start(body[lo]), _end(body[hi])
 
 
-def can_replace_statements(tree: ast.Module, statements: Statements) -> bool:
+def can_replace_statements(
+    tree: ast.Module, statements: Statements, source: SourceText | None = None
+) -> bool:
     """Whether :func:`replace_statements` (and :func:`wrap_in_if`) can build
     edits for ``statements``: consecutive siblings in one block, each on its
-    own lines, inside top-level statements that own theirs."""
+    own lines, inside top-level statements that own theirs. With ``source``,
+    also refuses a body written on its header's line (``if x: y = 1``)."""
     if not statements:
+        return False
+    if source is not None and any(
+        source.line(s.lineno)[: source.column(s.lineno, s.col_offset)].strip() for s in statements
+    ):
         return False
     block = _sibling_list(tree, statements[0])
     if block is None:

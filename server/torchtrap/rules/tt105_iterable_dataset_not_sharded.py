@@ -166,7 +166,7 @@ class IterableDatasetNotSharded(Rule):
         body = fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring stays first
-        if not body or not can_replace_statements(self.ctx.tree, body):
+        if not body or not can_replace_statements(self.ctx.tree, body, self.ctx.source):
             return []
         for node in ast.walk(fn):
             if (
@@ -377,6 +377,16 @@ IterableDatasetNotSharded.valid += (
 )
 
 IterableDatasetNotSharded.invalid = (
+    Invalid(
+        _LINES.replace(
+            "    def __iter__(self):\n        # one sample per line\n"
+            "        with open(self.path) as fh:\n            for line in fh:\n"
+            '                yield line.rstrip("\\n")\n',
+            "    def __iter__(self): return iter(open(self.path))\n",
+        ),
+        line=8,
+        note="a one-line body: flagged, no structural fix (nothing to re-indent safely)",
+    ),
     Invalid(
         _LINES,
         line=8,
