@@ -210,7 +210,8 @@ class CudaStatePickledIntoWorkers(Rule):
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
             attr, value = stored[0]
-            carrier = Carrier(value, "dataset", f"`{view.name}`, which holds `self.{attr}`")
+            what = f"`{view.name}` (holds `self.{attr}`, an nn.Module)"
+            carrier = Carrier(value, "dataset", what)
             yield self._finding(carrier, judgement.loaders, stored=True)
 
     # -- reporting -----------------------------------------------------------
@@ -220,11 +221,14 @@ class CudaStatePickledIntoWorkers(Rule):
         certain = any(lo.workers is Workers.SOME for lo in loaders)
         if stored:
             message = (
-                f"Dataset {carrier.what}, an nn.Module: DataLoader workers get the model's "
-                "tensors pickled"
+                f"Dataset {carrier.what} is pickled into each DataLoader worker "
+                "under spawn/forkserver"
             )
         else:
-            message = f"`{carrier.argument}` pickles {carrier.what} into every DataLoader worker"
+            message = (
+                f"`{carrier.argument}` pickles {carrier.what} into each DataLoader worker "
+                "under spawn/forkserver"
+            )
         related = [
             self.ctx.related(lo.node, f"DataLoader with {lo.describe_workers()}: {MEASURED}")
             for lo in loaders
@@ -419,8 +423,8 @@ CudaStatePickledIntoWorkers.invalid = (
         line=13,
         severity=Severity.WARNING,
         message_contains=(
-            "`collate_fn` pickles `Trainer` (holds `self.model`, an nn.Module) into every "
-            "DataLoader worker"
+            "`collate_fn` pickles `Trainer` (holds `self.model`, an nn.Module) into each "
+            "DataLoader worker under spawn/forkserver"
         ),
         fix_title="staticmethod",
         fixed=_TRAINER_STATIC,
@@ -479,7 +483,7 @@ CudaStatePickledIntoWorkers.invalid = (
         loader = DataLoader(Scored(torch.randn(8, 4)), num_workers=2)
         """,
         line=8,
-        message_contains="Dataset `Scored`, which holds `self.scorer`, an nn.Module",
+        message_contains="Dataset `Scored` (holds `self.scorer`, an nn.Module) is pickled",
         note="a Dataset that stores a module",
     ),
 )
