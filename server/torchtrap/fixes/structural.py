@@ -179,9 +179,19 @@ def replace_statements(
 
         template_module = cst.parse_module(textwrap.dedent(template))
 
+        target = min(wanted)  # the first statement, in segment lines
+
         class Replace(cst.CSTTransformer):
             def __init__(self) -> None:
                 self.done = False
+
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                # Only the path down to the statements: the rest of the
+                # segment is neither visited nor copied.
+                if self.done:
+                    return False
+                where = positions.get(node)
+                return where is None or where.start.line <= target <= where.end.line
 
             def _replace(
                 self, original: Sequence[cst.BaseStatement], body: Sequence[cst.BaseStatement]
