@@ -219,3 +219,25 @@ def test_lint_never_imports_libcst() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_decorated_definitions_are_found_and_keep_their_decorators() -> None:
+    text = (
+        "class Model:\n"
+        "    def step(self, x):\n"
+        "        @torch.no_grad()\n"
+        "        @staticmethod\n"
+        "        def inner(y):\n"
+        "            return y\n"
+        "        return inner(x)\n"
+    )
+    source, tree = _parse(text)
+    body = tree.body[0].body[0].body  # type: ignore[attr-defined]
+    assert can_replace_statements(tree, body[:1], source)
+    fixed = apply_edits(text, wrap_in_if(source, tree, body[:1], "x is not None"))
+    assert fixed == text.replace(
+        "        @torch.no_grad()\n        @staticmethod\n        def inner(y):\n"
+        "            return y\n",
+        "        if x is not None:\n            @torch.no_grad()\n            @staticmethod\n"
+        "            def inner(y):\n                return y\n",
+    )

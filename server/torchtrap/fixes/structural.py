@@ -172,7 +172,8 @@ def replace_statements(
     if span is None:
         return []
     first, last = span
-    wanted = {statement_start(s) - first + 1 for s in statements}
+    # libcst places a decorated definition at its `def` line, as ast does.
+    wanted = {s.lineno - first + 1 for s in statements}
 
     def transform(module: cst.Module, positions: Any) -> cst.Module | None:
         import libcst as cst
@@ -248,7 +249,7 @@ def move_into_main(
     while first > 1 and source.line(first - 1).startswith("#"):
         first -= 1
     last = _end(tree.body[-1])
-    wanted = {statement_start(s) - first + 1 for s in moved}
+    wanted = {s.lineno - first + 1 for s in moved}
     # Blank lines right above the segment already separate it (PEP 8 wants
     # two before a definition).
     above = 0
