@@ -51,7 +51,8 @@ class CudaStatePickledIntoWorkers(Rule):
     `collate_fn=self.method` / `worker_init_fn=self.method` bound to an
     object that is or holds an `nn.Module` (a LightningModule, a trainer
     whose `__init__` stores a model) or CUDA tensors; `functools.partial`
-    given a model; and a Dataset that stores an `nn.Module`.
+    given a model; and a Dataset that stores an `nn.Module` or an object
+    of this file that holds one (or CUDA tensors).
 
     Severity: **warning** with a literal `num_workers > 0`, **info** when
     the worker count is only known at run time. Silent for staticmethods,
@@ -196,23 +197,36 @@ class CudaStatePickledIntoWorkers(Rule):
 
         for view in datasets.views():
             stored = [
-                (attr, value)
+                (attr, value, holding)
                 for cls in facts.classes.lineage(view.info)
                 for fn in cls.methods.values()
                 for attr, _stmt, _target, value in self_stores(fn)
                 if value is not None
-                and tensors.kind_of(value, value) is Kind.MODULE
                 and not is_cuda_expression(value)  # TT103 reports the move to the GPU
+                and (holding := self._stored_model(value, view.info, tensors)) is not None
             ]
             if not stored:
                 continue
             judgement = judge(datasets, view, status)
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
-            attr, value = stored[0]
-            what = f"`{view.name}` (holds `self.{attr}`, an nn.Module)"
+            attr, value, holding = stored[0]
+            what = f"`{view.name}` (holds `self.{attr}`, {holding})"
             carrier = Carrier(value, "dataset", what)
             yield self._finding(carrier, judgement.loaders, stored=True)
+
+    def _stored_model(self, value: ast.expr, owner: ClassInfo, tensors: TensorFacts) -> str | None:
+        """ "an nn.Module" for a module; for an instance of another class of
+        this file that holds one, "a `Helper` that holds ..."."""
+        if tensors.kind_of(value, value) is Kind.MODULE:
+            return "an nn.Module"
+        local = self.ctx.facts.classes.class_of_call(value)
+        if local is None or local is owner:
+            return None
+        holding = model_holding(local, self.ctx.facts, tensors)
+        if holding is None:
+            return None
+        return f"a `{local.name}` with {'CUDA tensors' if 'CUDA' in holding else 'a model'}"
 
     # -- reporting -----------------------------------------------------------
     def _finding(
@@ -220,10 +234,7 @@ class CudaStatePickledIntoWorkers(Rule):
     ) -> Finding:
         certain = any(lo.workers is Workers.SOME for lo in loaders)
         if stored:
-            message = (
-                f"Dataset {carrier.what} is pickled into each DataLoader worker "
-                "under spawn/forkserver"
-            )
+            message = f"Dataset {carrier.what} is pickled into each worker under spawn/forkserver"
         else:
             message = (
                 f"`{carrier.argument}` pickles {carrier.what} into each DataLoader worker "
@@ -417,6 +428,35 @@ CudaStatePickledIntoWorkers.valid = (
     ),
 )
 
+CudaStatePickledIntoWorkers.valid += (
+    Valid(
+        """\
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Vocab:
+            def __init__(self):
+                self.ids = {"a": 1}
+
+
+        class Texts(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.vocab = Vocab()
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.vocab.ids[self.items[index]]
+
+
+        loader = DataLoader(Texts(["a"]), num_workers=2)
+        """,
+        note="a Dataset that stores an object holding no tensors or modules",
+    ),
+)
+
 CudaStatePickledIntoWorkers.invalid = (
     Invalid(
         _TRAINER,
@@ -485,5 +525,34 @@ CudaStatePickledIntoWorkers.invalid = (
         line=8,
         message_contains="Dataset `Scored` (holds `self.scorer`, an nn.Module) is pickled",
         note="a Dataset that stores a module",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Scorer:
+            def __init__(self):
+                self.net = torch.nn.Linear(4, 1).cuda()
+
+
+        class Scored(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.scorer = Scorer()
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.items[index]
+
+
+        loader = DataLoader(Scored(torch.randn(8, 4)), num_workers=2)
+        """,
+        line=13,
+        message_contains="(holds `self.scorer`, a `Scorer` with a model) is pickled",
+        note="a Dataset that stores an object holding a CUDA model",
     ),
 )
