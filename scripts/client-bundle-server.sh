@@ -3,7 +3,7 @@
 # target platform (ruff-vscode style per-platform packaging):
 #   scripts/client-bundle-server.sh [TARGET]      TARGET defaults to $VSCE_TARGET or linux-x64
 # The client prepends bundled/libs to PYTHONPATH, so the user's Python (>= 3.10) runs the
-# server with no pip install. Native dependencies (none today) are built per CPython version
+# server with no pip install. libcst (structural fixes) is native and built per CPython version
 # (cp310..cp313, not abi3), so each version's wheels are installed and merged; their
 # extension modules have version-tagged names (native.cpython-311-x86_64-linux-gnu.so)
 # and sit side by side. Pure-Python files must be identical across versions (checked).
@@ -120,11 +120,21 @@ natives = sorted(
     os.path.relpath(os.path.join(r, f), dest)
     for r, _, fs in os.walk(dest) for f in fs if f.endswith((".so", ".pyd", ".dylib"))
 )
+# Structural fixes import libcst's native parser: one module per CPython version
+# (native.cpython-311-x86_64-linux-gnu.so, native.cp311-win_amd64.pyd), or one abi3 module.
+libcst_native = [n for n in natives if n.replace(os.sep, "/").startswith("libcst/native.")]
+if "libcst" in dists:
+    tags = {v: [n for n in libcst_native if f"{v.replace('.', '')}" in n or "abi3" in n] for v in versions}
+    missing = [v for v, found in tags.items() if not found]
+    if missing:
+        print(f"[bundle] libcst has no native module for Python {', '.join(missing)}", file=sys.stderr)
+        sys.exit(1)
 info = {
     "target": target,
     "pythons": versions,
     "packages": {n: sorted(vs)[0] for n, vs in sorted(dists.items())},
     "native": natives,
+    "libcst_native": libcst_native,
 }
 with open(os.path.join(dest, "torchtrap-bundle.json"), "w") as fh:
     json.dump(info, fh, indent=2)

@@ -129,3 +129,51 @@ def test_examples_start_workers_only_under_main_guard(name: str) -> None:
     for stmt in tree.body:
         if isinstance(stmt, (ast.Expr, ast.Assign)):
             assert "DataLoader(" not in ast.unparse(stmt), "workers outside __main__ guard"
+
+
+def test_tt105_example_duplicates_the_stream_and_the_fix_shards_it(tmp_path: Path) -> None:
+    example = EXAMPLES / "tt105_iterable_not_sharded.py"
+    assert _run(example) == "RESULT: bug"
+    assert [c for c in _codes(example) if c[0] == "TT105"] == [("TT105", 21, Severity.WARNING)]
+
+    copy = _copy("tt105_iterable_not_sharded.py", tmp_path)
+    done = _torchtrap("--fix", "--exit-zero", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    fixed = copy.read_text(encoding="utf-8")
+    ast.parse(fixed)
+    assert "itertools.islice(stream, worker.id, None, worker.num_workers)" in fixed
+    assert [c for c in _codes(copy) if c[0] == "TT105"] == []
+    assert _run(copy) == "RESULT: ok"
+
+
+def test_tt106_example_fails_under_spawn_and_the_fix_adds_the_guard(tmp_path: Path) -> None:
+    example = EXAMPLES / "tt106_main_guard.py"
+    assert _run(example) == "RESULT: bug"
+    assert [c for c in _codes(example) if c[0] == "TT106"] == [("TT106", 21, Severity.ERROR)]
+
+    copy = _copy("tt106_main_guard.py", tmp_path)
+    done = _torchtrap("--fix", "--exit-zero", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    fixed = copy.read_text(encoding="utf-8")
+    ast.parse(fixed)
+    assert fixed.endswith('if __name__ == "__main__":\n    main()\n')
+    assert [c for c in _codes(copy) if c[0] == "TT106"] == []
+    assert _run(copy) == "RESULT: ok"
+
+
+def test_tt107_example_grows_worker_memory_and_numpy_stops_it(tmp_path: Path) -> None:
+    example = EXAMPLES / "tt107_python_objects_in_workers.py"
+    result = _run(example)
+    if result == "RESULT: skipped":  # no /proc/<pid>/smaps_rollup
+        pytest.skip("needs Linux smaps_rollup")
+    assert result == "RESULT: bug"
+    assert [c for c in _codes(example) if c[0] == "TT107"] == [("TT107", 28, Severity.INFO)]
+
+    copy = _copy("tt107_python_objects_in_workers.py", tmp_path)
+    done = _torchtrap("--fix", "--unsafe-fixes", "--exit-zero", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    fixed = copy.read_text(encoding="utf-8")
+    ast.parse(fixed)
+    assert "self.lines = np.array(fh.readlines())" in fixed
+    assert [c for c in _codes(copy) if c[0] == "TT107"] == []
+    assert _run(copy) == "RESULT: ok"

@@ -245,6 +245,7 @@ export class TorchTrapServer implements vscode.Disposable {
       return;
     }
     this.log.info(`Python ${formatVersion(check.version)} at ${check.executable}; torchtrap from ${check.torchtrap}.`);
+    this.warnAboutNativeLibs(check, strategy, bundleDir);
 
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -312,6 +313,27 @@ export class TorchTrapServer implements vscode.Disposable {
     }
     this.log.info(`Server ready in ${Date.now() - this.startedAt} ms.`);
     this.setState({ phase: settings.server.enable ? 'running' : 'disabled', interpreter, strategy, restricted });
+  }
+
+  /** libcst (used to build structural fixes) is native; the bundle has it for CPython 3.10–3.13 only. */
+  private warnAboutNativeLibs(check: CheckResult, strategy: string, bundleDir: string): void {
+    if (strategy !== 'useBundled') {
+      return;
+    }
+    const [major, minor] = check.version;
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(`${bundleDir}/libcst`);
+    } catch {
+      return;
+    }
+    const tag = `cpython-${major}${minor}`;
+    if (!names.some((n) => n.startsWith('native.') && n.includes(tag)) && names.some((n) => n.startsWith('native.'))) {
+      this.log.warn(
+        `The bundled libcst has no native module for Python ${major}.${minor}: diagnostics work, structural quick fixes (TT105, TT106) do not. ` +
+          'Use Python 3.10–3.13, or pip install torchtrap and set torchtrap.importStrategy to fromEnvironment.',
+      );
+    }
   }
 
   private async stopClient(): Promise<void> {

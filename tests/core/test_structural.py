@@ -83,6 +83,10 @@ def test_statements_sharing_a_line_or_not_consecutive_are_refused() -> None:
     assert not can_replace_statements(tree, body[3:4])  # `z = y` shares its line
     assert not can_replace_statements(tree, [body[1], body[4]])
     assert not can_replace_statements(tree, [])
+    source, one_line = _parse("def f(x):\n    if x: y = 1\n    return x\n")
+    inner = one_line.body[0].body[0].body  # type: ignore[attr-defined]
+    assert can_replace_statements(one_line, inner)
+    assert not can_replace_statements(one_line, inner, source)  # on its header's line
     _, flat = _parse("a = 1; b = 2\nc = 3\n")
     assert not can_replace_statements(flat, flat.body[:1])
     assert can_replace_statements(flat, flat.body[2:])
@@ -171,7 +175,7 @@ def test_template_without_placeholder_gives_no_edits() -> None:
 
 
 # The rules whose examples/ files get a structural fix.
-STRUCTURAL_CODES: tuple[str, ...] = ("TT204",)
+STRUCTURAL_CODES: tuple[str, ...] = ("TT105", "TT106", "TT204")
 
 
 def test_lint_never_imports_libcst() -> None:
@@ -215,3 +219,25 @@ def test_lint_never_imports_libcst() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_decorated_definitions_are_found_and_keep_their_decorators() -> None:
+    text = (
+        "class Model:\n"
+        "    def step(self, x):\n"
+        "        @torch.no_grad()\n"
+        "        @staticmethod\n"
+        "        def inner(y):\n"
+        "            return y\n"
+        "        return inner(x)\n"
+    )
+    source, tree = _parse(text)
+    body = tree.body[0].body[0].body  # type: ignore[attr-defined]
+    assert can_replace_statements(tree, body[:1], source)
+    fixed = apply_edits(text, wrap_in_if(source, tree, body[:1], "x is not None"))
+    assert fixed == text.replace(
+        "        @torch.no_grad()\n        @staticmethod\n        def inner(y):\n"
+        "            return y\n",
+        "        if x is not None:\n            @torch.no_grad()\n            @staticmethod\n"
+        "            def inner(y):\n                return y\n",
+    )

@@ -75,6 +75,23 @@ class ClassTable:
                     return True
         return False
 
+    def lineage(self, info: ClassInfo) -> list[ClassInfo]:
+        """The class, then its bases defined in this module, breadth-first (a
+        light MRO); cycles and diamonds visit each class once."""
+        lineage: list[ClassInfo] = []
+        todo = [info]
+        while todo:
+            cls = todo.pop(0)
+            if any(c is cls for c in lineage):
+                continue
+            lineage.append(cls)
+            for base in cls.bases:
+                if isinstance(base, ast.Name):
+                    local = self.classes.get(base.id)
+                    if local is not None:
+                        todo.append(local)
+        return lineage
+
     def is_dataset(self, info: ClassInfo) -> bool:
         return self.derives_from(info, DATASET_BASES)
 

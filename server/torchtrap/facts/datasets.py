@@ -190,18 +190,7 @@ class DatasetFacts:
         return list(self._views.values())
 
     def _view(self, info: ClassInfo) -> DatasetView:
-        lineage: list[ClassInfo] = []
-        stack = [info]
-        while stack:
-            cls = stack.pop(0)
-            if any(c is cls for c in lineage):
-                continue  # cycles and diamonds
-            lineage.append(cls)
-            for base in cls.bases:
-                if isinstance(base, ast.Name):
-                    local = self.classes.get(base.id)
-                    if local is not None:
-                        stack.append(local)
+        lineage = self.classes.lineage(info)
         methods: dict[str, FunctionNode] = {}
         for cls in lineage:
             for name, fn in cls.methods.items():

@@ -18,7 +18,12 @@ from torchtrap.fixes.edits import add_import, insert_at
 from torchtrap.source import SourceText
 
 # How a missing top-level module is imported, by convention.
-_MODULE_IMPORTS = {"numpy": ("numpy", "np"), "torch": ("torch", None), "random": ("random", None)}
+_MODULE_IMPORTS = {
+    "numpy": ("numpy", "np"),
+    "torch": ("torch", None),
+    "random": ("random", None),
+    "itertools": ("itertools", None),
+}
 
 
 def module_level_statements(tree: ast.Module) -> Iterator[ast.stmt]:

@@ -105,11 +105,18 @@ def top_level_span(tree: ast.Module, first_line: int, last_line: int) -> tuple[i
     return statement_start(body[lo]), _end(body[hi])
 
 
-def can_replace_statements(tree: ast.Module, statements: Statements) -> bool:
+def can_replace_statements(
+    tree: ast.Module, statements: Statements, source: SourceText | None = None
+) -> bool:
     """Whether :func:`replace_statements` (and :func:`wrap_in_if`) can build
     edits for ``statements``: consecutive siblings in one block, each on its
-    own lines, inside top-level statements that own theirs."""
+    own lines, inside top-level statements that own theirs. With ``source``,
+    also refuses a body written on its header's line (``if x: y = 1``)."""
     if not statements:
+        return False
+    if source is not None and any(
+        source.line(s.lineno)[: source.column(s.lineno, s.col_offset)].strip() for s in statements
+    ):
         return False
     block = _sibling_list(tree, statements[0])
     if block is None:
@@ -165,16 +172,27 @@ def replace_statements(
     if span is None:
         return []
     first, last = span
-    wanted = {statement_start(s) - first + 1 for s in statements}
+    # libcst places a decorated definition at its `def` line, as ast does.
+    wanted = {s.lineno - first + 1 for s in statements}
 
     def transform(module: cst.Module, positions: Any) -> cst.Module | None:
         import libcst as cst
 
         template_module = cst.parse_module(textwrap.dedent(template))
 
+        target = min(wanted)  # the first statement, in segment lines
+
         class Replace(cst.CSTTransformer):
             def __init__(self) -> None:
                 self.done = False
+
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                # Only the path down to the statements: the rest of the
+                # segment is neither visited nor copied.
+                if self.done:
+                    return False
+                where = positions.get(node)
+                return where is None or where.start.line <= target <= where.end.line
 
             def _replace(
                 self, original: Sequence[cst.BaseStatement], body: Sequence[cst.BaseStatement]
@@ -231,8 +249,13 @@ def move_into_main(
     while first > 1 and source.line(first - 1).startswith("#"):
         first -= 1
     last = _end(tree.body[-1])
-    wanted = {statement_start(s) - first + 1 for s in moved}
-    separated = first == 1 or not source.line(first - 1).strip()
+    wanted = {s.lineno - first + 1 for s in moved}
+    # Blank lines right above the segment already separate it (PEP 8 wants
+    # two before a definition).
+    above = 0
+    while first - above > 1 and not source.line(first - above - 1).strip():
+        above += 1
+    missing = 0 if first == 1 else max(0, 2 - above)
 
     def transform(module: cst.Module, positions: Any) -> cst.Module | None:
         import libcst as cst
@@ -260,11 +283,9 @@ def move_into_main(
         guard = cst.parse_statement(f'if __name__ == "__main__":\n    {function}()\n')
         guard = guard.with_changes(leading_lines=two_blank)
         new_body = [*kept, main, guard]
-        if separated:
-            # The blank lines above the segment now separate what follows.
-            new_body[0] = new_body[0].with_changes(
-                leading_lines=_strip_blank(new_body[0].leading_lines)
-            )
+        new_body[0] = new_body[0].with_changes(
+            leading_lines=[cst.EmptyLine()] * missing + _strip_blank(new_body[0].leading_lines)
+        )
         return module.with_changes(header=[], body=new_body, has_trailing_newline=True)
 
     return _rewrite(source, first, last, transform)

@@ -47,6 +47,33 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         _script("shm_capacity"),
     ),
     Experiment(
+        "iterable-duplicates",
+        "An unsharded IterableDataset through 2 workers",
+        _script("iterable_duplicates"),
+        rules=("TT105",),
+    ),
+    Experiment(
+        "main-guard",
+        "A script without the __main__ guard under spawn and forkserver",
+        _script("main_guard"),
+        rules=("TT106",),
+        timeout_s=120.0,  # two scripts whose workers each import torch
+    ),
+    Experiment(
+        "worker-memory",
+        "Workers' private memory: Python objects vs numpy arrays",
+        _script("worker_memory"),
+        rules=("TT107",),
+        timeout_s=120.0,
+    ),
+    Experiment(
+        "pickle-reach",
+        "What a bound-method collate_fn pickles into spawn workers",
+        _script("pickle_reach"),
+        rules=("TT104",),
+        timeout_s=120.0,  # spawn workers import torch
+    ),
+    Experiment(
         "cuda-ipc-share",
         "CUDA tensors after _share_cuda_() and spawn workers (pytorch #128497)",
         _script("cuda_ipc_share"),

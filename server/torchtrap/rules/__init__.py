@@ -6,6 +6,10 @@ from torchtrap.rules.base import Context, Invalid, Rule, Valid
 from torchtrap.rules.tt101_stored_rng_in_dataset import StoredRngInDataset
 from torchtrap.rules.tt102_numpy_global_rng_legacy_torch import NumpyGlobalRngLegacyTorch
 from torchtrap.rules.tt103_cuda_tensor_in_dataset import CudaTensorInDataset
+from torchtrap.rules.tt104_cuda_state_pickled_into_workers import CudaStatePickledIntoWorkers
+from torchtrap.rules.tt105_iterable_dataset_not_sharded import IterableDatasetNotSharded
+from torchtrap.rules.tt106_workers_without_main_guard import WorkersWithoutMainGuard
+from torchtrap.rules.tt107_python_objects_in_worker_dataset import PythonObjectsInWorkerDataset
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 from torchtrap.rules.tt203_data_attribute import DataAttribute
@@ -22,6 +26,10 @@ ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
     NumpyGlobalRngLegacyTorch,
     CudaTensorInDataset,
+    CudaStatePickledIntoWorkers,
+    IterableDatasetNotSharded,
+    WorkersWithoutMainGuard,
+    PythonObjectsInWorkerDataset,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
     DataAttribute,

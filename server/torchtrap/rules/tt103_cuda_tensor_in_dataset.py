@@ -7,7 +7,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers, assigned_value, resolve_value
+from torchtrap.facts.dataloaders import Workers, assigned_value, resolve_value
 from torchtrap.facts.datasets import (
     DatasetView,
     Exposure,
@@ -15,7 +15,6 @@ from torchtrap.facts.datasets import (
     chain_root,
     dataset_facts,
     judge,
-    literal,
     related_message,
     self_name,
     self_stores,
@@ -32,6 +31,7 @@ from torchtrap.findings import (
     unsafe_title,
 )
 from torchtrap.fixes.edits import replace
+from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
 
@@ -310,9 +310,10 @@ class CudaTensorInDataset(Rule):
         fixes: list[Fix] = []
         if judgement.exposure in (Exposure.WORKERS, Exposure.MAYBE):
             loaders = judgement.loaders
-            if all(_can_set_no_workers(lo) for lo in loaders):
+            if all(can_set_no_workers(lo) for lo in loaders):
                 literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
                 applicability = Applicability.SAFE if literal_counts else Applicability.UNSAFE
+                source = self.ctx.source
                 fixes.append(
                     Fix(
                         marked_title(
@@ -321,7 +322,7 @@ class CudaTensorInDataset(Rule):
                             "replaces a worker count set at run time",
                         ),
                         applicability,
-                        lambda: [e for lo in loaders for e in _no_workers_edits(self, lo)],
+                        lambda: [e for lo in loaders for e in no_workers_edits(source, lo)],
                     )
                 )
         cpu = self._keep_on_cpu(use)
@@ -513,29 +514,6 @@ def _held_by(call: ast.Call, fn: ast.AST, me: str | None, rule: Rule) -> str | N
                 ):
                     return text(rule.ctx.range(store_target)) or f"self.{attr}"
     return None
-
-
-def _can_set_no_workers(loader: DataLoaderCall) -> bool:
-    # With **kwargs and no explicit num_workers, an added keyword may clash.
-    return "num_workers" in loader.arguments
-
-
-def _no_workers_edits(rule: Rule, loader: DataLoaderCall) -> list[Edit]:
-    """``num_workers=0``, and the options that raise without workers reset:
-    ``persistent_workers`` (ValueError), ``prefetch_factor`` (ValueError),
-    ``multiprocessing_context`` (ValueError), measured in torch 2.13's
-    DataLoader.__init__."""
-    source = rule.ctx.source
-    edits = [replace(source, loader.arguments["num_workers"], "0")]
-    for name, off in (
-        ("persistent_workers", "False"),
-        ("prefetch_factor", "None"),
-        ("multiprocessing_context", "None"),
-    ):
-        value = loader.arguments.get(name)
-        if value is not None and literal(value) not in (None, False):
-            edits.append(replace(source, value, off))
-    return edits
 
 
 # -- examples ----------------------------------------------------------------

@@ -1,0 +1,466 @@
+"""What runs where when a DataLoader starts workers (TT104-TT107).
+
+- :func:`is_main_guard`, :func:`script_statements`: the module's top level
+  as a script runs it, outside ``if __name__ == "__main__":``;
+- :func:`loader_for`, :func:`iterated_loaders`: which DataLoader (with
+  workers) an expression is, and where a statement iterates one (the moment
+  workers start);
+- :func:`starts_workers`: whether a statement, or a local function it calls,
+  iterates a DataLoader with workers;
+- :func:`fork_only`: the module pins the ``fork`` start method.
+
+Single-file evidence only: a function imported from another module is
+unknown (the project index can answer it later).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
+from torchtrap.facts.datasets import self_stores
+from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope
+from torchtrap.facts.tensors import Kind, TensorFacts
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+# Builtins and wrappers whose first argument is iterated right away (or, for
+# `iter`/`enumerate`/`tqdm`, by the loop around them).
+ITERATING_CALLS = frozenset(
+    {"iter", "list", "tuple", "next", "enumerate", "zip", "sorted", "sum", "any", "all", "tqdm"}
+)
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(stmt, ast.If):
+        return False
+    test = stmt.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and len(test.comparators) == 1
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def script_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Top-level statements that run on import: not definitions, not the
+    ``__main__`` guard. Blocks (``if``/``for``/``with``/``try``) count whole."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if is_main_guard(stmt):
+            continue
+        yield stmt
+
+
+def _walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and its descendants, without entering functions, lambdas or
+    classes (their bodies do not run here)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if not isinstance(child, SCOPE_TYPES):
+                stack.append(child)
+
+
+def _loaders_by_node(facts: ModuleFacts) -> dict[int, DataLoaderCall]:
+    found: dict[int, DataLoaderCall] | None = facts.__dict__.get("_loaders_by_node")
+    if found is None:
+        found = facts.__dict__["_loaders_by_node"] = {id(d.node): d for d in facts.dataloaders}
+    return found
+
+
+def loader_for(expr: ast.expr, facts: ModuleFacts) -> DataLoaderCall | None:
+    """The DataLoader call ``expr`` is: the call itself, or a name bound to
+    one (the last binding before ``expr`` in its scope, else the module's)."""
+    by_node = _loaders_by_node(facts)
+    for _ in range(3):
+        found = by_node.get(id(expr))
+        if found is not None:
+            return found
+        if not isinstance(expr, ast.Name):
+            return None
+        scope = enclosing_scope(expr)
+        value = assigned_value(expr.id, expr, scope)
+        if value is None and not isinstance(scope, ast.Module):
+            value = assigned_value(expr.id, expr, facts.tree)
+        if value is None:
+            return None
+        expr = value
+    return None
+
+
+def _iterated(node: ast.AST) -> list[ast.expr]:
+    """The expressions ``node`` iterates: a ``for`` loop's or comprehension's
+    iterable, ``yield from x``, the first argument of ``iter``/``list``/...."""
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        out = [node.iter]
+    elif isinstance(node, ast.YieldFrom):
+        out = [node.value]
+    elif (
+        isinstance(node, ast.Call)
+        and node.args
+        and isinstance(node.func, (ast.Name, ast.Attribute))
+        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ITERATING_CALLS
+    ):
+        out = list(node.args[:1])
+    else:
+        return []
+    # `for i, batch in enumerate(tqdm(loader))`: look through the wrappers.
+    expanded: list[ast.expr] = []
+    for expr in out:
+        while (
+            isinstance(expr, ast.Call)
+            and expr.args
+            and isinstance(expr.func, (ast.Name, ast.Attribute))
+            and (expr.func.id if isinstance(expr.func, ast.Name) else expr.func.attr)
+            in ITERATING_CALLS
+        ):
+            expr = expr.args[0]
+        expanded.append(expr)
+    return expanded
+
+
+def iterated_loaders(
+    node: ast.AST, facts: ModuleFacts
+) -> Iterator[tuple[ast.expr, DataLoaderCall]]:
+    """``(expression, loader)`` for each DataLoader with (maybe) workers that
+    ``node`` iterates in its own scope."""
+    for sub in _walk_same_scope(node):
+        for expr in _iterated(sub):
+            loader = loader_for(expr, facts)
+            if loader is not None and loader.may_have_workers:
+                yield expr, loader
+
+
+def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
+    """The module-level ``def`` a call by plain name runs."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    found = None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == call.func.id:
+            found = stmt
+    return found
+
+
+def starts_workers(
+    node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: set[int] | None = None
+) -> tuple[ast.expr, DataLoaderCall] | None:
+    """Where running ``node`` starts DataLoader workers: ``(site, loader)``,
+    the site being in ``node``'s own scope (the iterated expression, or the
+    call of a module-level function that iterates it, three calls deep)."""
+    for found in iterated_loaders(node, facts):
+        return found
+    if depth >= 3:
+        return None
+    seen = seen if seen is not None else set()
+    for sub in _walk_same_scope(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        fn = local_function(sub, facts.tree)
+        if fn is None or id(fn) in seen:
+            continue
+        passed = _passed_loader(sub, fn, facts)
+        if passed is not None:
+            return sub, passed
+        seen.add(id(fn))
+        for stmt in fn.body:
+            inner = starts_workers(stmt, facts, depth + 1, seen)
+            if inner is not None:
+                return sub, inner[1]
+    return None
+
+
+def start_method(loader: DataLoaderCall) -> str | None:
+    """The literal ``multiprocessing_context`` of a DataLoader ("spawn"...),
+    "?" for one only known at run time, None when absent."""
+    context = loader.argument("multiprocessing_context")
+    if context is None:
+        return None
+    if _says_fork(context):
+        return "fork"
+    for method in ("spawn", "forkserver"):
+        if _says(context, method):
+            return method
+    return "?"
+
+
+def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> DataLoaderCall | None:
+    """``train(loader)`` where ``train`` iterates that parameter."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    loaders = {}
+    for param, arg in given.items():
+        loader = loader_for(arg, facts)
+        if loader is not None and loader.may_have_workers:
+            loaders[param] = loader
+    if not loaders:
+        return None
+    for node in ast.walk(fn):
+        for expr in _iterated(node):
+            if isinstance(expr, ast.Name) and expr.id in loaders:
+                return loaders[expr.id]
+    return None
+
+
+def fork_only(loader: DataLoaderCall, facts: ModuleFacts) -> bool:
+    """The DataLoader pins the ``fork`` start method or one only known at run
+    time (``multiprocessing_context=ctx``), or the module calls
+    ``set_start_method("fork")``."""
+    method = start_method(loader)
+    if method is not None:
+        return method in ("fork", "?")
+    for call in facts.index.of(ast.Call):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name == "set_start_method" and call.args and _says_fork(call.args[0]):
+            return True
+    return False
+
+
+def _says_fork(expr: ast.expr) -> bool:
+    return _says(expr, "fork")
+
+
+def _says(expr: ast.expr, method: str) -> bool:
+    """``"spawn"`` or ``get_context("spawn")``."""
+    if isinstance(expr, ast.Constant):
+        return expr.value == method
+    return (
+        isinstance(expr, ast.Call)
+        and bool(expr.args)
+        and isinstance(expr.args[0], ast.Constant)
+        and expr.args[0].value == method
+    )
+
+
+# -- iterable datasets (TT105) -------------------------------------------------
+
+# Words whose presence in a dataset class means it may split its stream by
+# worker (or by rank, which code that shards usually does alongside).
+SHARDING_WORDS = (
+    "get_worker_info",
+    "worker_info",
+    "worker_id",
+    "num_workers",
+    "shard",
+    "split_by_worker",
+    "split_by_node",
+    "world_size",
+    "get_rank",
+    "islice",
+)
+
+# Calls whose result is a finite stream read from a source (files, ranges, tables).
+SOURCE_CALLS = frozenset(
+    {
+        "range",
+        "open",
+        "glob",
+        "iglob",
+        "listdir",
+        "scandir",
+        "walk",
+        "reader",
+        "DictReader",
+        "readlines",
+        "iterrows",
+        "itertuples",
+        "read_csv",
+        "read_json",
+        "load",
+        "loads",
+    }
+)
+# Calls that pass their argument's items along.
+_PASS_THROUGH = frozenset({"sorted", "list", "tuple", "reversed", "enumerate", "zip", "iter"})
+
+
+def call_name(node: ast.AST) -> str | None:
+    """``f`` for ``f(...)``, ``m`` for ``x.m(...)``."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def is_data_source(value: ast.expr) -> bool:
+    """A literal container, a comprehension, or a call from SOURCE_CALLS:
+    something that yields all of its items to whoever iterates it."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.GeneratorExp)):
+        return True
+    name = call_name(value)
+    if name in _PASS_THROUGH and isinstance(value, ast.Call) and value.args:
+        return all(is_data_source(arg) for arg in value.args)
+    return name in SOURCE_CALLS
+
+
+def _materialized(value: ast.expr) -> bool:
+    """A container the dataset holds: a source, or ``list(x)``/``sorted(x)``
+    of anything (materialised once, whole, in the parent)."""
+    return is_data_source(value) or call_name(value) in ("list", "sorted", "tuple")
+
+
+def _target_used(loop: ast.For | ast.AsyncFor) -> bool:
+    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return any(
+        isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+    )
+
+
+def stream_sources(
+    methods: list[FunctionNode], stores: dict[str, list[ast.expr]]
+) -> list[ast.expr]:
+    """What ``methods`` (a dataset's worker methods) iterate that is
+    evidently a whole finite stream: a source call, a ``with open(...) as f``
+    file, a local or ``self.x`` bound to one. ``stores`` maps ``self``
+    attributes to the values assigned to them."""
+    found: list[ast.expr] = []
+    for fn in methods:
+        me = (fn.args.posonlyargs + fn.args.args)[:1]
+        self_name = me[0].arg if me else None
+        opened = {
+            item.optional_vars.id
+            for node in ast.walk(fn)
+            if isinstance(node, (ast.With, ast.AsyncWith))
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
+        }
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and not _target_used(node):
+                continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
+            for expr in _iterated(node):
+                if is_data_source(expr):
+                    found.append(expr)
+                elif isinstance(expr, ast.Name):
+                    value = assigned_value(expr.id, expr, fn)
+                    if expr.id in opened or (value is not None and is_data_source(value)):
+                        found.append(expr)
+                elif (
+                    isinstance(expr, ast.Attribute)
+                    and isinstance(expr.value, ast.Name)
+                    and expr.value.id == self_name
+                ):
+                    values = stores.get(expr.attr, [])
+                    if values and all(_materialized(v) for v in values):
+                        found.append(expr)
+    return found
+
+
+# -- Python containers on a dataset (TT107) ------------------------------------
+
+# Calls that load a whole file into Python objects, by qualified name.
+LOADERS = frozenset(
+    {"json.load", "json.loads", "pickle.load", "pickle.loads", "yaml.safe_load", "yaml.load"}
+)
+# Methods that turn arrays, tables and files into Python containers.
+CONTAINER_METHODS = frozenset({"tolist", "to_dict", "readlines"})
+
+
+def python_container(value: ast.expr, fn: FunctionNode, facts: ModuleFacts) -> str | None:
+    """``json.load()`` / ``.tolist()`` ... when ``value`` is (a part of, or
+    a comprehension over) what such a call returned: the Python container
+    a dataset would keep. One local name is followed (``data = json.load(f);
+    self.items = data["images"]``)."""
+    for _ in range(3):
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if isinstance(value, (ast.ListComp, ast.DictComp)) and value.generators:
+            value = value.generators[0].iter
+            continue
+        if isinstance(value, ast.Call):
+            qual = facts.imports.qualname(value.func)
+            if qual in LOADERS:
+                return f"{qual}()"
+            if isinstance(value.func, ast.Attribute) and value.func.attr in CONTAINER_METHODS:
+                return f".{value.func.attr}()"
+            return None
+        if isinstance(value, ast.Name):
+            found = assigned_value(value.id, value, fn)
+            if found is None:
+                return None
+            value = found
+            continue
+        return None
+    return None
+
+
+def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
+    """``self.<attr>[index]`` in ``__getitem__``, indexed by its index parameter."""
+    params = [a.arg for a in getitem.args.posonlyargs + getitem.args.args]
+    if len(params) < 2:
+        return None
+    me, index = params[0], params[1]
+    for node in ast.walk(getitem):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == attr
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == me
+            and isinstance(node.slice, ast.Name)
+            and node.slice.id == index
+        ):
+            return node
+    return None
+
+
+# -- what a pickled object drags along (TT104) ---------------------------------
+
+
+def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> str | None:
+    """How instances of ``info`` hold a model: "an nn.Module" when the class
+    is one, "holds `self.model`, an nn.Module" when a method stores one
+    (evidence from :class:`TensorFacts`, never from a name), "holds the CUDA
+    tensor `self.x`"; None when there is no evidence."""
+    if facts.classes.is_module(info):
+        return "an nn.Module"
+    for cls in facts.classes.lineage(info):
+        for fn in cls.methods.values():
+            for attr, _stmt, _target, value in self_stores(fn):
+                if value is None:
+                    continue
+                kind = tensors.kind_of(value, value)
+                if kind is Kind.MODULE:
+                    return f"holds `self.{attr}`, an nn.Module"
+                if kind is Kind.TENSOR and is_cuda_expression(value):
+                    return f"holds the CUDA tensor `self.{attr}`"
+    return None
+
+
+def is_cuda_expression(value: ast.expr) -> bool:
+    """``.cuda()``, ``.to("cuda")``, ``device="cuda"`` somewhere in ``value``."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "cuda":
+                return True
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (node.value == "cuda" or node.value.startswith("cuda:"))
+        ):
+            return True
+    return False

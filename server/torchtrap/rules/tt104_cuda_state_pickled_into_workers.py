@@ -1,0 +1,558 @@
+"""TT104 cuda-state-pickled-into-workers."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers, resolve_value
+from torchtrap.facts.datasets import (
+    Exposure,
+    LoaderStatus,
+    dataset_facts,
+    judge,
+    self_name,
+    self_stores,
+)
+from torchtrap.facts.index import ancestors, enclosing_function
+from torchtrap.facts.tensors import Kind, TensorFacts
+from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.fixes.edits import insert_before_statement
+from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+MEASURED = (
+    "under spawn/forkserver (Windows, macOS, Python >= 3.14) each worker gets a pickled copy; "
+    "measured: a bound collate_fn of an object holding a 2-layer model sent its 4 parameters "
+    "through reduce_tensor once per worker (8 calls, 2 workers) and moved the parent's weights "
+    "into shared memory; CUDA tensors go through CUDA IPC"
+)
+
+
+@dataclass
+class Carrier:
+    """A DataLoader argument that drags a model into the workers."""
+
+    node: ast.expr  # the finding's range
+    argument: str  # "collate_fn"
+    what: str  # "`Trainer` (an nn.Module)"
+    method: FunctionNode | None = None  # the bound method, for the staticmethod fix
+
+
+class CudaStatePickledIntoWorkers(Rule):
+    """
+    ## What it does
+    Finds DataLoader arguments that carry a model into the workers:
+    `collate_fn=self.method` / `worker_init_fn=self.method` bound to an
+    object that is or holds an `nn.Module` (a LightningModule, a trainer
+    whose `__init__` stores a model) or CUDA tensors; `functools.partial`
+    given a model; and a Dataset that stores an `nn.Module` or an object
+    of this file that holds one (or CUDA tensors).
+
+    Severity: **warning** with a literal `num_workers > 0`, **info** when
+    the worker count is only known at run time. Silent for staticmethods,
+    classmethods, module-level functions, bound methods of objects that
+    hold no tensors or modules (a tokenizer, a vocab) or whose contents we
+    cannot see (`self.model = model` from a parameter), a callable stored in
+    an attribute, `num_workers=0`, and `multiprocessing_context="fork"`.
+    Lambdas and closures are not flagged: under spawn they cannot be
+    pickled at all (measured: `PicklingError` / "Can't pickle local
+    object"), a different failure.
+
+    ## Why is this bad?
+    Under spawn and forkserver (Windows, macOS, and Linux from Python 3.14,
+    whose default is forkserver) a DataLoader pickles its dataset,
+    `collate_fn`, `worker_init_fn` and sampler into each worker. A bound
+    method pickles its whole object, and every tensor that object reaches
+    goes through `torch.multiprocessing`'s `reduce_tensor`: CPU storages are
+    moved to shared memory in the parent, CUDA storages are shared through
+    CUDA IPC, reported to leave them reading as zeros (pytorch #128497,
+    #156618). Measured with torch 2.13 (CPU, spawn): a
+    `collate_fn=trainer.collate` whose trainer holds a 2-layer model sent
+    its 4 parameters through `reduce_tensor` once per worker (8 calls with 2
+    workers), and the parent's weights became shared (`is_shared()` went
+    from False to True); the same method on a tokenizer object sent none.
+    A `functools.partial(collate, model=model)` shared the weights too.
+
+    Fixes: make the method a `@staticmethod` (safe when its body does not
+    use `self`; `self.method` keeps working and pickles by name), or
+    `num_workers=0` (unsafe: loading is no longer parallel).
+
+    ## Example
+    ```python
+    import torch
+    from torch.utils.data import DataLoader
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Linear(8, 2).cuda()
+
+        def collate(self, batch):
+            return torch.stack(batch)
+
+        def loader(self, data):
+            return DataLoader(data, collate_fn=self.collate, num_workers=4)
+    ```
+
+    ## Use instead
+    ```python
+    class Trainer:
+        ...
+
+        @staticmethod
+        def collate(batch):
+            return torch.stack(batch)
+    ```
+
+    ## References
+    - [PyTorch: multiprocessing best practices, CUDA in multiprocessing](https://pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing)
+    - [PyTorch: platform-specific behaviors of DataLoader workers](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
+    - CUDA variables read as 0 after the DataLoader starts:
+      [pytorch #128497](https://github.com/pytorch/pytorch/issues/128497)
+    - TorchTrap probe experiment `pickle-reach`
+    """
+
+    code = "TT104"
+    name = "cuda-state-pickled-into-workers"
+    summary = "A DataLoader argument carries a model into every worker"
+    default_severity = Severity.WARNING
+    requires_text = ("DataLoader",)
+
+    def check(self) -> Iterable[Finding]:
+        facts = self.ctx.facts
+        loaders = [d for d in facts.dataloaders if d.may_have_workers and not fork_only(d, facts)]
+        if not loaders:
+            return
+        tensors = TensorFacts(facts)
+        for loader in loaders:
+            for argument in ("collate_fn", "worker_init_fn"):
+                expr = loader.argument(argument)
+                if expr is None:
+                    continue
+                carrier = self._bound_method(expr, argument, tensors) or self._partial(
+                    expr, argument, tensors
+                )
+                if carrier is not None:
+                    yield self._finding(carrier, [loader])
+        yield from self._datasets(tensors)
+
+    # -- detection -----------------------------------------------------------
+    def _bound_method(self, expr: ast.expr, argument: str, tensors: TensorFacts) -> Carrier | None:
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return None
+        owner = expr.value
+        info = self._instance_class(owner)
+        if info is None:
+            return None
+        method = _method(info, expr.attr, self)
+        if method is None or self_name(method) is None:
+            return None  # a stored callable, a staticmethod or classmethod
+        holding = model_holding(info, self.ctx.facts, tensors)
+        if holding is None:
+            return None
+        what = f"`{info.name}` ({holding})"
+        return Carrier(expr, argument, what, method)
+
+    def _instance_class(self, owner: ast.Name) -> ClassInfo | None:
+        """The local class ``owner`` is an instance of: ``self`` in a method,
+        or a name bound to ``LocalClass(...)``."""
+        fn = enclosing_function(owner)
+        if fn is not None and self_name(fn) == owner.id:
+            cls = next((a for a in ancestors(fn) if isinstance(a, ast.ClassDef)), None)
+            if cls is not None and _is_method_of(fn, cls):
+                return self.ctx.facts.classes.get(cls.name)
+            return None
+        value = resolve_value(owner, owner, self.ctx.tree)
+        if value is not owner and isinstance(value, ast.Call):
+            return self.ctx.facts.classes.class_of_call(value)
+        return None
+
+    def _partial(self, expr: ast.expr, argument: str, tensors: TensorFacts) -> Carrier | None:
+        if not isinstance(expr, ast.Call) or not expr.args:
+            return None
+        if self.ctx.facts.qualname(expr.func) != "functools.partial":
+            return None
+        for arg in [*expr.args[1:], *(k.value for k in expr.keywords)]:
+            if tensors.kind_of(arg, arg) is Kind.MODULE:
+                text = self.ctx.source.segment(self.ctx.range(arg))
+                return Carrier(expr, argument, f"the model `{text}`")
+            if isinstance(arg, ast.Name):
+                info = self._instance_class(arg)
+                holding = model_holding(info, self.ctx.facts, tensors) if info else None
+                if info is not None and holding is not None:
+                    return Carrier(expr, argument, f"`{info.name}` ({holding})")
+        return None
+
+    def _datasets(self, tensors: TensorFacts) -> Iterable[Finding]:
+        facts = self.ctx.facts
+        datasets = dataset_facts(facts, self.ctx.text)
+
+        def status(loader: DataLoaderCall) -> LoaderStatus:
+            return LoaderStatus.IGNORED if fork_only(loader, facts) else LoaderStatus.COUNTS
+
+        for view in datasets.views():
+            stored = [
+                (attr, value, holding)
+                for cls in facts.classes.lineage(view.info)
+                for fn in cls.methods.values()
+                for attr, _stmt, _target, value in self_stores(fn)
+                if value is not None
+                and not is_cuda_expression(value)  # TT103 reports the move to the GPU
+                and (holding := self._stored_model(value, view.info, tensors)) is not None
+            ]
+            if not stored:
+                continue
+            judgement = judge(datasets, view, status)
+            if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
+                continue
+            attr, value, holding = stored[0]
+            what = f"`{view.name}` (holds `self.{attr}`, {holding})"
+            carrier = Carrier(value, "dataset", what)
+            yield self._finding(carrier, judgement.loaders, stored=True)
+
+    def _stored_model(self, value: ast.expr, owner: ClassInfo, tensors: TensorFacts) -> str | None:
+        """ "an nn.Module" for a module; for an instance of another class of
+        this file that holds one, "a `Helper` that holds ..."."""
+        if tensors.kind_of(value, value) is Kind.MODULE:
+            return "an nn.Module"
+        local = self.ctx.facts.classes.class_of_call(value)
+        if local is None or local is owner:
+            return None
+        holding = model_holding(local, self.ctx.facts, tensors)
+        if holding is None:
+            return None
+        return f"a `{local.name}` with {'CUDA tensors' if 'CUDA' in holding else 'a model'}"
+
+    # -- reporting -----------------------------------------------------------
+    def _finding(
+        self, carrier: Carrier, loaders: list[DataLoaderCall], stored: bool = False
+    ) -> Finding:
+        certain = any(lo.workers is Workers.SOME for lo in loaders)
+        if stored:
+            message = f"Dataset {carrier.what} is pickled into each worker under spawn/forkserver"
+        else:
+            message = (
+                f"`{carrier.argument}` pickles {carrier.what} into each DataLoader worker "
+                "under spawn/forkserver"
+            )
+        related = [
+            self.ctx.related(lo.node, f"DataLoader with {lo.describe_workers()}: {MEASURED}")
+            for lo in loaders
+        ]
+        return self.finding(
+            carrier.node,
+            message,
+            severity=Severity.WARNING if certain else Severity.INFO,
+            fixes=self._fixes(carrier, loaders),
+            related=related,
+        )
+
+    def _fixes(self, carrier: Carrier, loaders: list[DataLoaderCall]) -> list[Fix]:
+        fixes: list[Fix] = []
+        static = self._static_edits(carrier.method)
+        if static is not None:
+            name = carrier.method.name if carrier.method else ""
+            fixes.append(
+                Fix(
+                    f"Make `{name}` a @staticmethod (it does not use `self`)",
+                    Applicability.SAFE,
+                    lambda: static,
+                )
+            )
+        if all(can_set_no_workers(lo) for lo in loaders):
+            source = self.ctx.source
+            fixes.append(
+                Fix(
+                    "Load in the main process: `num_workers=0` (unsafe: loading is no longer "
+                    "parallel)",
+                    Applicability.UNSAFE,
+                    lambda: [e for lo in loaders for e in no_workers_edits(source, lo)],
+                )
+            )
+        return fixes
+
+    def _static_edits(self, method: FunctionNode | None) -> list[Edit] | None:
+        """``@staticmethod`` above the method and its ``self`` parameter
+        removed, when the body never uses ``self`` (nor ``super()``)."""
+        if method is None or method.decorator_list or not method.args.args:
+            return None
+        me = method.args.args[0].arg
+        for node in ast.walk(method):
+            if isinstance(node, ast.Name) and node.id in (me, "super", "__class__"):
+                return None
+        source = self.ctx.source
+        first = method.args.args[0]
+        start = source.position(first.lineno, first.col_offset)
+        end = source.position(first.end_lineno or first.lineno, first.end_col_offset or 0)
+        # Remove "self, " up to the next parameter (or just "self").
+        text = source.text
+        offset = source.offset(end)
+        rest = text[offset:]
+        stripped = rest.lstrip(" ")
+        if stripped.startswith(","):
+            after = offset + (len(rest) - len(stripped)) + 1
+            while after < len(text) and text[after] in " \t":
+                after += 1
+            if text[after : after + 1] in ("\n", "\r", ")"):
+                return None  # a parameter list split over lines: not worth the risk
+            end = source.position_at(after)
+        return [
+            insert_before_statement(source, method, "@staticmethod"),
+            Edit(Range(start, end), ""),
+        ]
+
+
+def _is_method_of(fn: FunctionNode, cls: ast.ClassDef) -> bool:
+    return any(stmt is fn for stmt in cls.body)
+
+
+def _method(info: ClassInfo, name: str, rule: Rule) -> FunctionNode | None:
+    for cls in rule.ctx.facts.classes.lineage(info):
+        if name in cls.methods:
+            return cls.methods[name]
+    return None
+
+
+# -- examples ----------------------------------------------------------------
+
+_TRAINER = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(8, 2)
+
+    def collate(self, batch):
+        return torch.stack(batch)
+
+    def loader(self, data):
+        return DataLoader(data, collate_fn=self.collate, num_workers=4)
+"""
+
+_TRAINER_STATIC = _TRAINER.replace(
+    "    def collate(self, batch):", "    @staticmethod\n    def collate(batch):"
+)
+
+_LIT = """\
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+
+class Lit(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 2)
+
+    def collate(self, batch):
+        return torch.stack(batch) * self.scale
+
+    def train_dataloader(self):
+        return DataLoader(range(8), collate_fn=self.collate, num_workers=self.hparams.workers)
+"""
+
+_TOKENIZER = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+class Tokenizer:
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+    def collate(self, batch):
+        return torch.tensor([self.vocab[w] for w in batch])
+
+
+tok = Tokenizer({"a": 1})
+loader = DataLoader(["a"], collate_fn=tok.collate, num_workers=2)
+"""
+
+CudaStatePickledIntoWorkers.valid = (
+    Valid(_TRAINER_STATIC, note="a staticmethod"),
+    Valid(_TRAINER.replace("num_workers=4", "num_workers=0"), note="num_workers=0"),
+    Valid(
+        _TRAINER.replace("num_workers=4", 'num_workers=4, multiprocessing_context="fork"'),
+        note="fork: nothing is pickled",
+    ),
+    Valid(_TOKENIZER, note="a bound method of an object that holds no tensors or modules"),
+    Valid(
+        _TRAINER.replace("self.model = torch.nn.Linear(8, 2)", "self.model = model").replace(
+            "def __init__(self):", "def __init__(self, model):"
+        ),
+        note="a model from a parameter: unknown",
+    ),
+    Valid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def collate(batch):
+            return torch.stack(batch)
+
+
+        class Trainer:
+            def __init__(self):
+                self.model = torch.nn.Linear(8, 2)
+
+            def loader(self, data):
+                return DataLoader(data, collate_fn=collate, num_workers=4)
+        """,
+        note="a module-level function",
+    ),
+    Valid(
+        _TRAINER.replace(
+            "        self.model = torch.nn.Linear(8, 2)\n",
+            "        self.model = torch.nn.Linear(8, 2)\n"
+            "        self.collate_fn = make_collate()\n",
+        ).replace("collate_fn=self.collate,", "collate_fn=self.collate_fn,"),
+        note="a callable stored in an attribute is pickled alone",
+    ),
+    Valid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        model = torch.nn.Linear(2, 2)
+        loader = DataLoader(range(4), collate_fn=lambda b: model(torch.tensor(b)), num_workers=2)
+        """,
+        note="a lambda cannot be pickled under spawn at all (a different failure)",
+    ),
+)
+
+CudaStatePickledIntoWorkers.valid += (
+    Valid(
+        """\
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Vocab:
+            def __init__(self):
+                self.ids = {"a": 1}
+
+
+        class Texts(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.vocab = Vocab()
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.vocab.ids[self.items[index]]
+
+
+        loader = DataLoader(Texts(["a"]), num_workers=2)
+        """,
+        note="a Dataset that stores an object holding no tensors or modules",
+    ),
+)
+
+CudaStatePickledIntoWorkers.invalid = (
+    Invalid(
+        _TRAINER,
+        line=13,
+        severity=Severity.WARNING,
+        message_contains=(
+            "`collate_fn` pickles `Trainer` (holds `self.model`, an nn.Module) into each "
+            "DataLoader worker under spawn/forkserver"
+        ),
+        fix_title="staticmethod",
+        fixed=_TRAINER_STATIC,
+    ),
+    Invalid(
+        _TRAINER,
+        fix_title="num_workers=0",
+        fixed=_TRAINER.replace("num_workers=4", "num_workers=0"),
+    ),
+    Invalid(
+        _LIT,
+        line=15,
+        severity=Severity.INFO,
+        message_contains="pickles `Lit` (an nn.Module)",
+        note="a LightningModule's own method; uses self: no staticmethod fix",
+    ),
+    Invalid(
+        """\
+        import functools
+
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def collate(batch, model):
+            return model(torch.stack(batch))
+
+
+        model = torch.nn.Linear(8, 2).cuda()
+        loader = DataLoader(
+            range(8), collate_fn=functools.partial(collate, model=model), num_workers=2
+        )
+        """,
+        line=13,
+        message_contains="pickles the model `model`",
+        note="functools.partial given a model",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Scored(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.scorer = torch.nn.Linear(4, 1)
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.scorer(self.items[index])
+
+
+        loader = DataLoader(Scored(torch.randn(8, 4)), num_workers=2)
+        """,
+        line=8,
+        message_contains="Dataset `Scored` (holds `self.scorer`, an nn.Module) is pickled",
+        note="a Dataset that stores a module",
+    ),
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Scorer:
+            def __init__(self):
+                self.net = torch.nn.Linear(4, 1).cuda()
+
+
+        class Scored(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.scorer = Scorer()
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.items[index]
+
+
+        loader = DataLoader(Scored(torch.randn(8, 4)), num_workers=2)
+        """,
+        line=13,
+        message_contains="(holds `self.scorer`, a `Scorer` with a model) is pickled",
+        note="a Dataset that stores an object holding a CUDA model",
+    ),
+)
