@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "exclude",
     "extend-exclude",
     "torch-version",
+    "src",
 }
 
 DEFAULT_EXCLUDE = (
@@ -54,6 +55,7 @@ class Config:
     severity: tuple[tuple[str, Severity], ...] = ()
     exclude: tuple[str, ...] = ()
     torch_version: str | None = None
+    src: tuple[str, ...] = ()  # source roots for module names, relative to ``root`` (as ruff's)
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -211,6 +213,7 @@ def from_table(
         severity=tuple(severity),
         exclude=str_list("exclude") + str_list("extend-exclude"),
         torch_version=torch_version,
+        src=str_list("src"),
         root=root,
         source=source,
         warnings=tuple(warnings),

@@ -94,4 +94,3 @@ def lint_notebook(
         )
     cells = {notebook.cell_number(i): text for i, text in enumerate(notebook.texts)}
     return findings, cells
-

@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 
 from torchtrap.config import Config, resolve_torch_version
 from torchtrap.facts import ModuleFacts
+from torchtrap.facts.remote import REMOTE_ATTR
 from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity
+from torchtrap.project.index import PENDING, NeedsProject, Project, _Pending
 from torchtrap.source import SourceText
 
 
@@ -53,14 +55,30 @@ class Context:
     """What a rule sees of one module."""
 
     def __init__(
-        self, source: SourceText, path: str, tree: ast.Module, facts: ModuleFacts, config: Config
+        self,
+        source: SourceText,
+        path: str,
+        tree: ast.Module,
+        facts: ModuleFacts,
+        config: Config,
+        project: Project | _Pending | None = None,
     ) -> None:
         self.source = source
         self.path = path
         self.tree = tree
         self.facts = facts
         self.config = config
+        self._project = project
         self._torch_version: tuple[int, ...] | None | bool = False
+
+    @property
+    def project(self) -> Project | None:
+        """Facts from the project's other files (:mod:`torchtrap.project.index`);
+        None for a lone file or stdin. Raises NeedsProject while ``check`` is
+        still indexing: let it propagate, the file is linted again."""
+        if self._project is PENDING:
+            raise NeedsProject(self.path)
+        return self._project  # type: ignore[return-value]
 
     @property
     def text(self) -> str:
@@ -77,6 +95,10 @@ class Context:
         return self.source.node_range(node)
 
     def related(self, node: ast.AST, message: str) -> RelatedLocation:
+        # A node built from another file's summary carries that file's location.
+        remote: tuple[str, Range] | None = getattr(node, REMOTE_ATTR, None)
+        if remote is not None:
+            return RelatedLocation(remote[1], message, path=remote[0])
         return RelatedLocation(self.range(node), message)
 
 

@@ -22,6 +22,7 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import enclosing_function, enclosing_statement, parent
+from torchtrap.facts.remote import is_remote, remote_uses, remote_where
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import replace
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -169,6 +170,21 @@ class CudaTensorInDataset(Rule):
             # Judged first: it is cheap, and most datasets run without
             # visible workers, which spares walking their methods.
             judgement = judge(datasets, view)
+            unseen = (
+                judgement.exposure is Exposure.INVISIBLE
+                if judgement is not None
+                else view.protocol and not datasets.uses(view)
+            )
+            if unseen:
+                # Only then ask the project (another file's DataLoaders), and
+                # only for a dataset that puts something on the GPU.
+                if next(iter(self._cuda_uses(view)), None) is None:
+                    continue
+                judgement = judge(
+                    datasets,
+                    view,
+                    remote=remote_uses(self.ctx, view.name),
+                )
             if judgement is None or judgement.exposure is Exposure.INVISIBLE:
                 continue
             uses = [u for u in self._cuda_uses(view) if id(u.call) not in reported]
@@ -300,6 +316,9 @@ class CudaTensorInDataset(Rule):
                 f'{what}{context}: under fork that fails with "Cannot re-initialize CUDA in '
                 f'forked subprocess"; {SPAWN_RETURN}'
             )
+        where = next((remote_where(lo) for lo in loaders if is_remote(lo)), None)
+        if where is not None:
+            message += f" (DataLoader at {where})"
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
         return self.finding(
             use.call,
@@ -313,7 +332,7 @@ class CudaTensorInDataset(Rule):
         fixes: list[Fix] = []
         if judgement.exposure in (Exposure.WORKERS, Exposure.MAYBE):
             loaders = judgement.loaders
-            if all(_can_set_no_workers(lo) for lo in loaders):
+            if all(_can_set_no_workers(lo) and not is_remote(lo) for lo in loaders):
                 literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
                 fixes.append(
                     Fix(

@@ -1,0 +1,570 @@
+"""What one module tells the rest of the project: plain, picklable data.
+
+A :class:`ModuleSummary` is computed from the parse (and the shared
+:class:`~torchtrap.facts.ModuleFacts`) that linting the file already paid
+for; it never holds an ``ast`` node, so it can be cached on disk, sent to
+worker processes and kept for thousands of files. Names in a summary are
+*absolute dotted references* ("pkg.datasets.Noisy"): relative imports are
+resolved here, re-exports and other files by :class:`~torchtrap.project.Project`.
+
+Bump :data:`SUMMARY_VERSION` whenever a field changes meaning: the cache
+keys on it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
+from torchtrap.facts.imports import ImportTable, canonical, dotted_name
+from torchtrap.facts.index import parent
+from torchtrap.findings import Range
+from torchtrap.source import SourceText
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+SUMMARY_VERSION = 1
+
+# torch.utils.data wrappers whose first argument is the dataset they wrap.
+_WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
+# The DataLoader arguments a summary keeps the text of.
+_KEPT_ARGUMENTS = (
+    "num_workers",
+    "worker_init_fn",
+    "collate_fn",
+    "persistent_workers",
+    "generator",
+    "multiprocessing_context",
+)
+_PROBABILITY_FUNCTIONS = frozenset(
+    {"torch.sigmoid", "torch.softmax", "torch.nn.functional.sigmoid", "torch.nn.functional.softmax"}
+)
+_PROBABILITY_METHODS = frozenset({"sigmoid", "softmax"})
+_PROBABILITY_LAYERS = frozenset({"torch.nn.Sigmoid", "torch.nn.Softmax"})
+_CLAMPS = frozenset({"clamp", "clip", "clamp_min"})
+_SEEDS_WORKERS = ("seed_everything",)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where something is: 1-based lines, 0-based code-point columns."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @classmethod
+    def of(cls, rng: Range) -> Span:
+        return cls(rng.start.line, rng.start.column, rng.end.line, rng.end.column)
+
+    def range(self) -> Range:
+        return Range.of(self.line, self.col, self.end_line, self.end_col)
+
+
+@dataclass(frozen=True)
+class LoaderFact:
+    """One ``DataLoader(...)`` call.
+
+    ``dataset`` is the absolute reference of the class whose instance the
+    DataLoader gets (through a local name, ``Subset(...)``...), None when
+    not traced to a constructor call. ``direct`` is False when it is
+    wrapped. ``workers`` is a :class:`~torchtrap.facts.Workers` value
+    ("none", "some", "maybe"). ``arguments`` keeps the source text of the
+    arguments rules read (num_workers, worker_init_fn, collate_fn, ...);
+    ``refs`` their absolute references when they are names."""
+
+    span: Span
+    dataset: str | None
+    dataset_text: str
+    direct: bool
+    workers: str
+    has_splat: bool
+    arguments: tuple[tuple[str, str], ...] = ()
+    refs: tuple[tuple[str, str], ...] = ()
+    bound_to: str | None = None  # `loader = DataLoader(...)`: the name
+
+    def argument(self, name: str) -> str | None:
+        return dict(self.arguments).get(name)
+
+    def ref(self, name: str) -> str | None:
+        return dict(self.refs).get(name)
+
+
+@dataclass(frozen=True)
+class ClassFact:
+    """A top-level class: absolute references of its bases (None for a base
+    we cannot name), its methods, the ``torch.nn`` layers it builds, and
+    ``output`` "probability" when ``forward`` (or a ``Sequential``'s last
+    layer) ends in a Sigmoid/Softmax."""
+
+    name: str
+    span: Span
+    bases: tuple[str | None, ...]
+    methods: tuple[str, ...]
+    layers: tuple[str, ...] = ()
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionFact:
+    """A top-level function: its parameters, what it returns ("probability",
+    "clamped", or None when unknown), and, for a possible worker_init_fn,
+    the attributes it re-creates or re-seeds on ``<x>.dataset``."""
+
+    name: str
+    span: Span
+    params: tuple[str, ...]
+    returns: str | None = None
+    rebuilds: tuple[str, ...] = ()
+    seeds_numpy: bool = False
+
+
+@dataclass(frozen=True)
+class ArgFact:
+    """One argument at a call site: its position (or keyword) and kind
+    ("dataloader": a DataLoader or a name bound to one)."""
+
+    index: int | None
+    keyword: str | None
+    kind: str
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of ``callee`` (an absolute reference) that passes at least one
+    argument a summary tracks (see :class:`ArgFact`)."""
+
+    callee: str
+    span: Span
+    args: tuple[ArgFact, ...]
+
+
+@dataclass
+class ModuleSummary:
+    """Everything other files may need to know about one module."""
+
+    path: str
+    module: str  # "pkg.datasets"; "" when the file is not importable
+    is_package: bool  # an __init__.py
+    version: int = SUMMARY_VERSION
+    # local name -> absolute reference ("np" -> "numpy", "Noisy" -> "pkg.data.Noisy")
+    imports: dict[str, str] = field(default_factory=dict)
+    star_imports: tuple[str, ...] = ()
+    # names bound at module level by an assignment (not classes/functions)
+    assigned: tuple[str, ...] = ()
+    classes: dict[str, ClassFact] = field(default_factory=dict)
+    functions: dict[str, FunctionFact] = field(default_factory=dict)
+    dataloaders: tuple[LoaderFact, ...] = ()
+    call_sites: tuple[CallSite, ...] = ()
+    seeds_workers: bool = False  # Lightning's seed_everything(..., workers=True)
+
+    def defines(self, name: str) -> bool:
+        return name in self.classes or name in self.functions or name in self.assigned
+
+
+def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str | None:
+    """``from ..x import y`` in ``module``: the absolute module name, None
+    when the import climbs above the top package."""
+    if level == 0:
+        return target
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    drop = level - 1
+    if drop > len(parts) or (not parts and not target):
+        return None
+    base = parts[: len(parts) - drop]
+    if not base and not target:
+        return None
+    return ".".join([*base, target] if target else base) or None
+
+
+class _Summarizer:
+    def __init__(self, tree: ast.Module, source: SourceText, summary: ModuleSummary) -> None:
+        self.tree = tree
+        self.source = source
+        self.text = source.text
+        self.s = summary
+
+    def span(self, node: ast.AST) -> Span:
+        return Span.of(self.source.node_range(node))
+
+    # -- names -----------------------------------------------------------------
+    def top_level(self) -> None:
+        s = self.s
+        assigned: list[str] = []
+        stars: list[str] = []
+        for stmt in _top_statements(self.tree.body):
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        s.imports[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".", 1)[0]
+                        s.imports.setdefault(top, top)
+            elif isinstance(stmt, ast.ImportFrom):
+                base = resolve_relative(s.module, s.is_package, stmt.level, stmt.module)
+                if base is None:
+                    continue
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        stars.append(base)
+                    else:
+                        s.imports[alias.asname or alias.name] = canonical(f"{base}.{alias.name}")
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            assigned.append(node.id)
+        s.assigned = tuple(dict.fromkeys(assigned))
+        s.star_imports = tuple(stars)
+
+    def ref(self, node: ast.AST) -> str | None:
+        """The absolute reference of a name or dotted attribute."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.s.imports.get(head)
+        if base is None:
+            if head in self.s.classes or head in self.s.functions or head in self.s.assigned:
+                base = f"{self.s.module}.{head}" if self.s.module else head
+            else:
+                return None
+        return canonical(f"{base}.{rest}" if rest else base)
+
+    # -- classes and functions -------------------------------------------------
+    def definitions(self, imports: ImportTable) -> None:
+        nn_text = "nn" in self.text
+        for stmt in _top_statements(self.tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                methods = {
+                    b.name: b
+                    for b in stmt.body
+                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+                self.s.classes[stmt.name] = ClassFact(
+                    stmt.name, self.span(stmt), (), tuple(methods)
+                )
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.s.functions[stmt.name] = FunctionFact(
+                    stmt.name, self.span(stmt), tuple(a.arg for a in _params(stmt))
+                )
+        # Bases need every top-level name known first (a base defined below).
+        for stmt in _top_statements(self.tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                cls_fact = self.s.classes[stmt.name]
+                layers, output = self._layers(stmt, imports) if nn_text else ((), None)
+                self.s.classes[stmt.name] = ClassFact(
+                    cls_fact.name,
+                    cls_fact.span,
+                    tuple(self.ref(b) for b in stmt.bases),
+                    cls_fact.methods,
+                    layers,
+                    output,
+                )
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fact = self.s.functions[stmt.name]
+                rebuilds, seeds = (
+                    _worker_init_effects(stmt, imports)
+                    if "dataset" in self.text or "seed" in self.text
+                    else ((), False)
+                )
+                self.s.functions[stmt.name] = FunctionFact(
+                    fact.name,
+                    fact.span,
+                    fact.params,
+                    _returns(stmt, imports),
+                    rebuilds,
+                    seeds,
+                )
+
+    def _layers(
+        self, cls: ast.ClassDef, imports: ImportTable
+    ) -> tuple[tuple[str, ...], str | None]:
+        layers: list[str] = []
+        by_attr: dict[str, str] = {}
+        last_of_sequential: dict[str, str] = {}
+        init = next(
+            (b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None
+        )
+        if init is not None:
+            for node in ast.walk(init):
+                if isinstance(node, ast.Call):
+                    qual = imports.qualname(node.func)
+                    if qual and qual.startswith("torch.nn.") and qual[9:10].isupper():
+                        layers.append(qual)
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    qual = imports.qualname(node.value.func) or ""
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute):
+                            by_attr[target.attr] = qual
+                            if qual == "torch.nn.Sequential" and node.value.args:
+                                last = node.value.args[-1]
+                                if isinstance(last, ast.Call):
+                                    last_of_sequential[target.attr] = (
+                                        imports.qualname(last.func) or ""
+                                    )
+        output = None
+        forward = next(
+            (b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "forward"), None
+        )
+        if forward is not None:
+            returns = [n.value for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value]
+            if returns and all(
+                _is_probability(r, imports, by_attr, last_of_sequential) for r in returns
+            ):
+                output = "probability"
+        return tuple(dict.fromkeys(layers)), output
+
+    # -- DataLoaders and call sites -------------------------------------------
+    def loaders(self, facts: ModuleFacts) -> None:
+        found: list[LoaderFact] = []
+        bound: dict[str, LoaderFact] = {}
+        for call in facts.dataloaders:
+            fact = self._loader(call)
+            found.append(fact)
+            if fact.bound_to:
+                bound[fact.bound_to] = fact
+        self.s.dataloaders = tuple(found)
+        if found:
+            self.s.call_sites = tuple(self._call_sites(facts, found))
+
+    def _loader(self, call: DataLoaderCall) -> LoaderFact:
+        dataset, direct = None, True
+        expr = call.dataset_expr
+        if expr is not None:
+            value: ast.expr = expr
+            for _ in range(4):
+                value = resolve_value(value, call.node, self.tree)
+                if not isinstance(value, ast.Call):
+                    break
+                name = dotted_name(value.func) or ""
+                if name.rsplit(".", 1)[-1] in _WRAPPERS and value.args:
+                    value, direct = value.args[0], False
+                    continue
+                dataset = self.ref(value.func)
+                if dataset is None and isinstance(value.func, ast.Attribute):
+                    # MyDataset.from_files(...): a classmethod constructor
+                    owner = self.ref(value.func.value)
+                    if owner is not None and value.func.value is not None:
+                        head = dotted_name(value.func.value) or ""
+                        if head.rsplit(".", 1)[-1][:1].isupper():
+                            dataset = owner
+                break
+        arguments = tuple(
+            (name, ast.unparse(call.workers_expr or call.arguments[name]))
+            if name == "num_workers"
+            else (name, ast.unparse(call.arguments[name]))
+            for name in _KEPT_ARGUMENTS
+            if name in call.arguments
+        )
+        refs = tuple(
+            (name, ref)
+            for name in ("worker_init_fn", "collate_fn")
+            if name in call.arguments and (ref := self.ref(call.arguments[name])) is not None
+        )
+        bound_to = None
+        stmt = parent(call.node)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                bound_to = target.id
+        return LoaderFact(
+            self.span(call.node),
+            dataset,
+            ast.unparse(expr) if expr is not None else "",
+            direct,
+            call.workers.value,
+            call.has_splat,
+            arguments,
+            refs,
+            bound_to,
+        )
+
+    def _call_sites(self, facts: ModuleFacts, loaders: list[LoaderFact]) -> list[CallSite]:
+        names = {lo.bound_to for lo in loaders if lo.bound_to is not None}
+        loader_calls = {id(c.node) for c in facts.dataloaders}
+        sites: list[CallSite] = []
+        for call in facts.index.of(ast.Call):
+            args: list[ArgFact] = []
+            for i, arg in enumerate(call.args):
+                kind = _arg_kind(arg, names, loader_calls)
+                if kind:
+                    args.append(ArgFact(i, None, kind, ast.unparse(arg), self.span(arg)))
+            for kw in call.keywords:
+                kind = _arg_kind(kw.value, names, loader_calls) if kw.arg else None
+                if kind:
+                    args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
+            if not args:
+                continue
+            callee = self.ref(call.func)
+            if callee is not None:
+                sites.append(CallSite(callee, self.span(call), tuple(args)))
+        return sites
+
+
+def _arg_kind(arg: ast.expr, names: set[str], loader_calls: set[int]) -> str | None:
+    if isinstance(arg, ast.Name) and arg.id in names:
+        return "dataloader"
+    if isinstance(arg, ast.Call) and id(arg) in loader_calls:
+        return "dataloader"
+    return None
+
+
+def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level statements, looking into ``if``/``try`` blocks (guarded
+    imports, ``if TYPE_CHECKING``) but not into functions or classes."""
+    out: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
+        if isinstance(stmt, ast.If):
+            stack.extend(reversed(stmt.body + stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            blocks = stmt.body + [s for h in stmt.handlers for s in h.body]
+            stack.extend(reversed(blocks + stmt.orelse + stmt.finalbody))
+    return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    return [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+
+
+def _is_probability(
+    expr: ast.expr,
+    imports: ImportTable,
+    by_attr: dict[str, str] | None = None,
+    last_of_sequential: dict[str, str] | None = None,
+) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    qual = imports.qualname(func)
+    if qual in _PROBABILITY_FUNCTIONS:
+        return True
+    if isinstance(func, ast.Attribute):
+        if qual is None and func.attr in _PROBABILITY_METHODS and not expr.args[1:]:
+            return not isinstance(func.value, ast.Name) or func.value.id not in imports.names
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            layer = (by_attr or {}).get(func.attr, "")
+            if layer in _PROBABILITY_LAYERS:
+                return True
+            return (last_of_sequential or {}).get(func.attr, "") in _PROBABILITY_LAYERS
+    return False
+
+
+def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
+    values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not values or any(v is None for v in values):
+        return None
+    if all(_is_probability(v, imports) for v in values if v is not None):
+        return "probability"
+    if all(
+        isinstance(v, ast.Call)
+        and (
+            (isinstance(v.func, ast.Attribute) and v.func.attr in _CLAMPS)
+            or (imports.qualname(v.func) or "").rsplit(".", 1)[-1] in _CLAMPS
+        )
+        for v in values
+    ):
+        return "clamped"
+    return None
+
+
+_RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
+_NUMPY_SEEDS = frozenset({"numpy.random.seed"})
+
+
+def _worker_init_effects(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable
+) -> tuple[tuple[str, ...], bool]:
+    """(attributes re-created or re-seeded on ``<x>.dataset.<attr>``, whether
+    it seeds numpy's global generator)."""
+    rebuilt: list[str] = []
+    seeds = False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and _on_dataset(node.value):
+            if isinstance(node.ctx, ast.Store):
+                rebuilt.append(node.attr)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in _RESEED
+                and isinstance(func.value, ast.Attribute)
+                and _on_dataset(func.value.value)
+            ):
+                rebuilt.append(func.value.attr)
+            elif (
+                isinstance(func, ast.Name)
+                and func.id == "setattr"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                rebuilt.append(node.args[1].value)
+            elif imports.qualname(func) in _NUMPY_SEEDS:
+                seeds = True
+    return tuple(dict.fromkeys(rebuilt)), seeds
+
+
+def _on_dataset(node: ast.AST) -> bool:
+    """``info.dataset`` / ``get_worker_info().dataset`` / a name ``dataset``."""
+    if isinstance(node, ast.Attribute) and node.attr == "dataset":
+        return True
+    return isinstance(node, ast.Name) and node.id in ("dataset", "ds")
+
+
+def summarize(
+    tree: ast.Module,
+    source: SourceText,
+    path: str,
+    module: str,
+    is_package: bool,
+    facts: ModuleFacts | None = None,
+) -> ModuleSummary:
+    """The summary of one parsed module. ``facts`` is the lint's own
+    :class:`ModuleFacts` when it has one; without it the summary builds one
+    only when the module mentions a DataLoader (the one fact that needs a
+    walk over the whole tree)."""
+    from torchtrap.facts import ModuleFacts
+
+    summary = ModuleSummary(path, module, is_package)
+    text = source.text
+    work = _Summarizer(tree, source, summary)
+    work.top_level()
+    imports = (
+        facts.imports
+        if facts is not None
+        else ImportTable(
+            s for s in _top_statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))
+        )
+    )
+    work.definitions(imports)
+    if "DataLoader" in text:
+        if facts is None:
+            facts = ModuleFacts(tree)
+        work.loaders(facts)
+    if any(word in text for word in _SEEDS_WORKERS):
+        summary.seeds_workers = _seeds_workers(tree, imports)
+    return summary
+
+
+def _seeds_workers(tree: ast.Module, imports: ImportTable) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            qual = imports.qualname(node.func) or ""
+            if qual.rsplit(".", 1)[-1] == "seed_everything":
+                workers = next((k.value for k in node.keywords if k.arg == "workers"), None)
+                if isinstance(workers, ast.Constant) and workers.value is True:
+                    return True
+    return False
