@@ -48,7 +48,7 @@ def test_script_siblings_resolve() -> None:
     assert [(Path(u.path).name, u.fact.workers, u.fact.argument("num_workers")) for u in uses] == [
         ("train.py", "some", "4")
     ]
-    assert uses[0].where(str(root / "datasets.py")) == "train.py:5"
+    assert uses[0].where(project.root) == "train.py:5"
     assert project.function("utils.reseed_dataset").rebuilds == ("rng",)  # type: ignore[union-attr]
     assert project.function("utils.seed_globals").rebuilds == ()  # type: ignore[union-attr]
 

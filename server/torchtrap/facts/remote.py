@@ -29,11 +29,11 @@ def _expr(text: str) -> ast.expr:
         return ast.Name("unknown", ast.Load())
 
 
-def remote_loader(use: ProjectLoader, relative_to: str) -> DataLoaderCall:
+def remote_loader(use: ProjectLoader, folder: str) -> DataLoaderCall:
     fact = use.fact
     node = ast.Call(func=ast.Name("DataLoader", ast.Load()), args=[], keywords=[])
     node.lineno, node.col_offset = fact.span.line, fact.span.col
-    setattr(node, REMOTE_ATTR, (use.path, fact.span.range(), use.where(relative_to)))
+    setattr(node, REMOTE_ATTR, (use.path, fact.span.range(), use.where(folder)))
     arguments = {name: _expr(text) for name, text in fact.arguments}
     return DataLoaderCall(
         node=node,
@@ -94,7 +94,7 @@ def project_uses(project: Project | None, path: str, class_name: str) -> list[Lo
         for u in project.dataloaders()
     ):
         return []
-    return [LoaderUse(remote_loader(u, path), u.fact.direct) for u in found]
+    return [LoaderUse(remote_loader(u, project.root), u.fact.direct) for u in found]
 
 
 class _HasProject(Protocol):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -69,8 +68,9 @@ class ProjectLoader:
     path: str
     fact: LoaderFact
 
-    def where(self, relative_to: str | None = None) -> str:
-        return location(self.path, self.fact.span, relative_to)
+    def where(self, folder: str | None = None) -> str:
+        """``train.py:31``, relative to ``folder`` (e.g. ``Project.root``)."""
+        return location(self.path, self.fact.span, folder)
 
 
 @dataclass(frozen=True)
@@ -81,16 +81,16 @@ class ProjectArg:
     site: CallSite
     arg: ArgFact
 
-    def where(self, relative_to: str | None = None) -> str:
-        return location(self.path, self.arg.span, relative_to)
+    def where(self, folder: str | None = None) -> str:
+        return location(self.path, self.arg.span, folder)
 
 
-def location(path: str, span: Span, relative_to: str | None = None) -> str:
-    """``train.py:31``: the path relative to ``relative_to``'s folder."""
+def location(path: str, span: Span, folder: str | None = None) -> str:
+    """``train.py:31``: the path relative to ``folder``."""
     shown = path
-    if relative_to and not relative_to.startswith("<"):
+    if folder:
         try:
-            shown = os.path.relpath(path, os.path.dirname(os.path.abspath(relative_to)))
+            shown = os.path.relpath(os.path.abspath(path), folder)
         except ValueError:  # another drive on Windows
             shown = path
     return f"{shown.replace(os.sep, '/')}:{span.line}"
@@ -113,6 +113,16 @@ class Project:
         for summary in sorted(summaries, key=lambda s: s.path):
             self._by_path[os.path.abspath(summary.path)] = summary
             self.modules.setdefault(module_key(summary), summary)
+
+    @cached_property
+    def root(self) -> str:
+        """The deepest folder holding every indexed file (for short paths
+        in messages: ``train.py:31``, ``scripts/train.py:4``)."""
+        folders = {os.path.dirname(p) for p in self._by_path}
+        try:
+            return os.path.commonpath(sorted(folders)) if folders else ""
+        except ValueError:  # paths on different drives
+            return ""
 
     def updated(self, path: str, summary: ModuleSummary | None) -> Project:
         """A new project with the file at ``path`` summarised anew (None:
@@ -360,5 +370,7 @@ class Project:
         depend on other files)."""
         h = hashlib.blake2b(digest_size=16)
         for summary in self:
-            h.update(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+            # repr, not pickle: pickle's bytes depend on object identity
+            # (memo), and a summary read from the cache must hash the same.
+            h.update(repr(summary).encode("utf-8", "replace"))
         return h.hexdigest()

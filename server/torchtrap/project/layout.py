@@ -9,6 +9,7 @@ pyproject.toml, setup.py, setup.cfg or ``.git`` above the file.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -16,15 +17,19 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 MODULE_SUFFIXES = (".py", ".pyi")
 
 
-def find_root(start: Path, stop: Path | None = None) -> Path | None:
+def find_root(start: Path) -> Path | None:
     """The nearest folder at or above ``start`` with a root marker."""
     folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
-            return candidate
-        if stop is not None and candidate == stop:
-            break
-    return None
+    return _marked(str(folder))
+
+
+@functools.lru_cache(maxsize=4096)
+def _marked(folder: str) -> Path | None:
+    # One folder at a time, memoised: a thousand files share a few folders.
+    if any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS):
+        return Path(folder)
+    up = os.path.dirname(folder)
+    return _marked(up) if up != folder else None
 
 
 def source_roots(

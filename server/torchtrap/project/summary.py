@@ -14,6 +14,7 @@ keys on it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,9 @@ _PROBABILITY_FUNCTIONS = frozenset(
 _PROBABILITY_METHODS = frozenset({"sigmoid", "softmax"})
 _PROBABILITY_LAYERS = frozenset({"torch.nn.Sigmoid", "torch.nn.Softmax"})
 _CLAMPS = frozenset({"clamp", "clip", "clamp_min"})
+# The torch.nn layers a summary records (ClassFact.layers): the ones rules ask about.
+_LAYER_WORDS = ("Dropout", "BatchNorm", "Sigmoid", "Softmax")
+_RETURN_WORDS = ("sigmoid", "softmax", "clamp", "clip")
 _SEEDS_WORKERS = ("seed_everything",)
 
 
@@ -97,7 +101,9 @@ class LoaderFact:
 @dataclass(frozen=True)
 class ClassFact:
     """A top-level class: absolute references of its bases (None for a base
-    we cannot name), its methods, the ``torch.nn`` layers it builds, and
+    we cannot name), its methods, the ``torch.nn`` Dropout*, BatchNorm*,
+    Sigmoid and Softmax layers its ``__init__`` assigns (statement level,
+    ``Sequential`` arguments included), and
     ``output`` "probability" when ``forward`` (or a ``Sequential``'s last
     layer) ends in a Sigmoid/Softmax."""
 
@@ -111,16 +117,16 @@ class ClassFact:
 
 @dataclass(frozen=True)
 class FunctionFact:
-    """A top-level function: its parameters, what it returns ("probability",
-    "clamped", or None when unknown), and, for a possible worker_init_fn,
-    the attributes it re-creates or re-seeds on ``<x>.dataset``."""
+    """A top-level function: its parameters, what every ``return`` gives
+    ("probability": a sigmoid/softmax, "clamped": a clamp/clip; None when
+    unknown or mixed), and, for a possible worker_init_fn (at most two
+    parameters), the attributes it re-creates or re-seeds on ``<x>.dataset``."""
 
     name: str
     span: Span
     params: tuple[str, ...]
     returns: str | None = None
     rebuilds: tuple[str, ...] = ()
-    seeds_numpy: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,7 @@ def resolve_relative(module: str, is_package: bool, level: int, target: str | No
 class _Summarizer:
     def __init__(self, tree: ast.Module, source: SourceText, summary: ModuleSummary) -> None:
         self.tree = tree
+        self.top = _top_statements(tree.body)
         self.source = source
         self.text = source.text
         self.s = summary
@@ -200,7 +207,7 @@ class _Summarizer:
         s = self.s
         assigned: list[str] = []
         stars: list[str] = []
-        for stmt in _top_statements(self.tree.body):
+        for stmt in self.top:
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     if alias.asname:
@@ -242,8 +249,11 @@ class _Summarizer:
 
     # -- classes and functions -------------------------------------------------
     def definitions(self, imports: ImportTable) -> None:
-        nn_text = "nn" in self.text
-        for stmt in _top_statements(self.tree.body):
+        # Cheap text gates first: most classes build no layer a rule asks
+        # about, most functions return no probability.
+        layer_words = tuple(w for w in _LAYER_WORDS if w in self.text)
+        return_words = tuple(w for w in _RETURN_WORDS if w in self.text)
+        for stmt in self.top:
             if isinstance(stmt, ast.ClassDef):
                 methods = {
                     b.name: b
@@ -258,10 +268,14 @@ class _Summarizer:
                     stmt.name, self.span(stmt), tuple(a.arg for a in _params(stmt))
                 )
         # Bases need every top-level name known first (a base defined below).
-        for stmt in _top_statements(self.tree.body):
+        for stmt in self.top:
             if isinstance(stmt, ast.ClassDef):
                 cls_fact = self.s.classes[stmt.name]
-                layers, output = self._layers(stmt, imports) if nn_text else ((), None)
+                layers, output = (
+                    self._layers(stmt, imports)
+                    if layer_words and self._mentions(stmt, layer_words)
+                    else ((), None)
+                )
                 self.s.classes[stmt.name] = ClassFact(
                     cls_fact.name,
                     cls_fact.span,
@@ -272,57 +286,68 @@ class _Summarizer:
                 )
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fact = self.s.functions[stmt.name]
-                rebuilds, seeds = (
-                    _worker_init_effects(stmt, imports)
-                    if "dataset" in self.text or "seed" in self.text
-                    else ((), False)
+                # A worker_init_fn takes the worker id: only such functions
+                # that mention the dataset or a seed are read expression-deep.
+                rebuilds = (
+                    _worker_init_effects(stmt)
+                    if len(fact.params) <= 2 and self._mentions(stmt, ("dataset",))
+                    else ()
                 )
                 self.s.functions[stmt.name] = FunctionFact(
                     fact.name,
                     fact.span,
                     fact.params,
-                    _returns(stmt, imports),
+                    _returns(stmt, imports)
+                    if return_words and self._mentions(stmt, return_words)
+                    else None,
                     rebuilds,
-                    seeds,
                 )
 
     def _layers(
         self, cls: ast.ClassDef, imports: ImportTable
     ) -> tuple[tuple[str, ...], str | None]:
+        """Statement-level only (``self.x = nn.Dropout(...)``, a
+        ``Sequential``'s layers, ``return ...`` in ``forward``): walking
+        every expression of every class would cost more than the parse."""
         layers: list[str] = []
         by_attr: dict[str, str] = {}
         last_of_sequential: dict[str, str] = {}
-        init = next(
-            (b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None
-        )
-        if init is not None:
-            for node in ast.walk(init):
-                if isinstance(node, ast.Call):
-                    qual = imports.qualname(node.func)
-                    if qual and qual.startswith("torch.nn.") and qual[9:10].isupper():
-                        layers.append(qual)
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                    qual = imports.qualname(node.value.func) or ""
-                    for target in node.targets:
-                        if isinstance(target, ast.Attribute):
-                            by_attr[target.attr] = qual
-                            if qual == "torch.nn.Sequential" and node.value.args:
-                                last = node.value.args[-1]
-                                if isinstance(last, ast.Call):
-                                    last_of_sequential[target.attr] = (
-                                        imports.qualname(last.func) or ""
-                                    )
+        methods = {b.name: b for b in cls.body if isinstance(b, ast.FunctionDef)}
+        init = methods.get("__init__")
+        for stmt in _statements(init.body) if init is not None else ():
+            if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+                continue
+            call = stmt.value
+            qual = imports.qualname(call.func) or ""
+            if _is_layer(qual):
+                layers.append(qual)
+            last = ""
+            if qual == "torch.nn.Sequential":
+                for arg in call.args:
+                    if isinstance(arg, ast.Call):
+                        last = imports.qualname(arg.func) or ""
+                        if _is_layer(last):
+                            layers.append(last)
+            for target in stmt.targets:
+                if isinstance(target, ast.Attribute):
+                    by_attr[target.attr] = qual
+                    if last:
+                        last_of_sequential[target.attr] = last
         output = None
-        forward = next(
-            (b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "forward"), None
-        )
+        forward = methods.get("forward")
         if forward is not None:
-            returns = [n.value for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value]
+            returns = [
+                r.value for r in _statements(forward.body) if isinstance(r, ast.Return) and r.value
+            ]
             if returns and all(
                 _is_probability(r, imports, by_attr, last_of_sequential) for r in returns
             ):
                 output = "probability"
         return tuple(dict.fromkeys(layers)), output
+
+    def _mentions(self, node: ast.stmt, words: tuple[str, ...]) -> bool:
+        text = "\n".join(self.source.lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        return any(word in text for word in words)
 
     # -- DataLoaders and call sites -------------------------------------------
     def loaders(self, facts: ModuleFacts) -> None:
@@ -462,8 +487,31 @@ def _is_probability(
     return False
 
 
+def _is_layer(qual: str) -> bool:
+    return qual.startswith("torch.nn.") and any(w in qual for w in _LAYER_WORDS)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a block and of its nested blocks (if/for/while/with/
+    try/match), not of nested functions or classes."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            inner.extend(getattr(stmt, name, ()))
+        for handler in getattr(stmt, "handlers", ()):
+            inner.extend(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            inner.extend(case.body)
+        stack.extend(reversed(inner))
+
+
 def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
-    values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    values = [n.value for n in _statements(fn.body) if isinstance(n, ast.Return)]
     if not values or any(v is None for v in values):
         return None
     if all(_is_probability(v, imports) for v in values if v is not None):
@@ -481,16 +529,12 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -
 
 
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
-_NUMPY_SEEDS = frozenset({"numpy.random.seed"})
 
 
-def _worker_init_effects(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable
-) -> tuple[tuple[str, ...], bool]:
-    """(attributes re-created or re-seeded on ``<x>.dataset.<attr>``, whether
-    it seeds numpy's global generator)."""
+def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """The attributes a possible worker_init_fn re-creates or re-seeds on
+    ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``)."""
     rebuilt: list[str] = []
-    seeds = False
     for node in ast.walk(fn):
         if isinstance(node, ast.Attribute) and _on_dataset(node.value):
             if isinstance(node.ctx, ast.Store):
@@ -512,9 +556,7 @@ def _worker_init_effects(
                 and isinstance(node.args[1].value, str)
             ):
                 rebuilt.append(node.args[1].value)
-            elif imports.qualname(func) in _NUMPY_SEEDS:
-                seeds = True
-    return tuple(dict.fromkeys(rebuilt)), seeds
+    return tuple(dict.fromkeys(rebuilt))
 
 
 def _on_dataset(node: ast.AST) -> bool:
@@ -545,22 +587,21 @@ def summarize(
     imports = (
         facts.imports
         if facts is not None
-        else ImportTable(
-            s for s in _top_statements(tree.body) if isinstance(s, (ast.Import, ast.ImportFrom))
-        )
+        else ImportTable(s for s in work.top if isinstance(s, (ast.Import, ast.ImportFrom)))
     )
     work.definitions(imports)
     if "DataLoader" in text:
         if facts is None:
             facts = ModuleFacts(tree)
         work.loaders(facts)
-    if any(word in text for word in _SEEDS_WORKERS):
-        summary.seeds_workers = _seeds_workers(tree, imports)
+    if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):
+        calls = facts.index.of(ast.Call) if facts is not None else None
+        summary.seeds_workers = _seeds_workers(calls or ast.walk(tree), imports)
     return summary
 
 
-def _seeds_workers(tree: ast.Module, imports: ImportTable) -> bool:
-    for node in ast.walk(tree):
+def _seeds_workers(nodes: Iterable[ast.AST], imports: ImportTable) -> bool:
+    for node in nodes:
         if isinstance(node, ast.Call):
             qual = imports.qualname(node.func) or ""
             if qual.rsplit(".", 1)[-1] == "seed_everything":
