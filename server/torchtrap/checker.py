@@ -122,20 +122,38 @@ def project_items(
     configs: ConfigLookup,
     arg_roots: dict[Path, Path],
     warn: Callable[[str], None],
+    walked: set[Path] = frozenset(),  # type: ignore[assignment]
 ) -> list[Item]:
-    """The checked files, then the other modules of their project roots."""
+    """The checked files, then the other modules of their project roots
+    (not walked again when the root was walked as a checked folder)."""
     items: list[Item] = []
     checked: set[str] = set()
     roots: dict[str, Config] = {}
+    folder_configs: dict[Path, Config] = {}
+    layouts: dict[tuple[Path, int], tuple[Path, list[Path]]] = {}
+
+    def config_of(folder: Path) -> Config:
+        if folder not in folder_configs:
+            folder_configs[folder] = configs(folder)
+        return folder_configs[folder]
+
+    def layout_of(path: Path, config: Config, fallback: Path | None) -> tuple[Path, list[Path]]:
+        key = (path.parent, id(config))
+        if key not in layouts:
+            layouts[key] = _layout(path, config, fallback)
+        return layouts[key]
+
     for file in files:
         path = os.path.abspath(file)
-        config = configs(file.parent)
-        root, sources = _layout(Path(path), config, arg_roots.get(file))
+        config = config_of(file.parent)
+        root, sources = layout_of(Path(path), config, arg_roots.get(file))
         module = module_name(Path(path), sources) if not path.endswith(".ipynb") else ("", False)
         items.append(Item(str(file), config, str(root), module, True))
         checked.add(path)
         roots.setdefault(str(root), config)
     for root_name, config in sorted(roots.items()):
+        if Path(root_name) in walked:
+            continue
         count = 0
         for extra in project_files(Path(root_name), config, MAX_PROJECT_FILES + 1):
             count += 1
@@ -149,8 +167,8 @@ def project_items(
             if path in checked:
                 continue
             checked.add(path)
-            extra_config = configs(extra.parent)
-            _, sources = _layout(Path(path), extra_config, Path(root_name))
+            extra_config = config_of(extra.parent)
+            _, sources = layout_of(Path(path), extra_config, Path(root_name))
             module = module_name(Path(path), sources)
             items.append(Item(str(extra), extra_config, root_name, module, False))
     return items

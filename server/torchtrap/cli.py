@@ -203,7 +203,8 @@ def _check_project(
                 arg_roots[file] = Path(os.path.abspath(folder))
                 files.append(file)
     warnings: list[str] = []
-    items = checker.project_items(files, configs, arg_roots, warnings.append)
+    walked = {Path(os.path.abspath(raw)) for raw in paths if os.path.isdir(raw)}
+    items = checker.project_items(files, configs, arg_roots, warnings.append, walked)
     cache = None if args.no_cache else Cache()
     if cache is not None:
         cache.load()

@@ -195,6 +195,7 @@ class _Summarizer:
     def __init__(self, tree: ast.Module, source: SourceText, summary: ModuleSummary) -> None:
         self.tree = tree
         self.top = _top_statements(tree.body)
+        self.local: set[str] = set()
         self.source = source
         self.text = source.text
         self.s = summary
@@ -226,10 +227,15 @@ class _Summarizer:
                         s.imports[alias.asname or alias.name] = canonical(f"{base}.{alias.name}")
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name):
-                            assigned.append(node.id)
+                stack: list[ast.expr] = list(targets)
+                while stack:
+                    target = stack.pop()
+                    if isinstance(target, ast.Name):
+                        assigned.append(target.id)
+                    elif isinstance(target, (ast.Tuple, ast.List)):
+                        stack.extend(target.elts)
+                    elif isinstance(target, ast.Starred):
+                        stack.append(target.value)
         s.assigned = tuple(dict.fromkeys(assigned))
         s.star_imports = tuple(stars)
 
@@ -241,7 +247,7 @@ class _Summarizer:
         head, _, rest = dotted.partition(".")
         base = self.s.imports.get(head)
         if base is None:
-            if head in self.s.classes or head in self.s.functions or head in self.s.assigned:
+            if head in self.local or head in self.s.assigned:
                 base = f"{self.s.module}.{head}" if self.s.module else head
             else:
                 return None
@@ -250,57 +256,54 @@ class _Summarizer:
     # -- classes and functions -------------------------------------------------
     def definitions(self, imports: ImportTable) -> None:
         # Cheap text gates first: most classes build no layer a rule asks
-        # about, most functions return no probability.
+        # about, most functions return no probability or reseed no dataset.
         layer_words = tuple(w for w in _LAYER_WORDS if w in self.text)
         return_words = tuple(w for w in _RETURN_WORDS if w in self.text)
-        for stmt in self.top:
-            if isinstance(stmt, ast.ClassDef):
-                methods = {
-                    b.name: b
-                    for b in stmt.body
-                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
-                }
-                self.s.classes[stmt.name] = ClassFact(
-                    stmt.name, self.span(stmt), (), tuple(methods)
-                )
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, self.span(stmt), tuple(a.arg for a in _params(stmt))
-                )
+        worker_init = "get_worker_info" in self.text
+        defs = [
+            stmt
+            for stmt in self.top
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
         # Bases need every top-level name known first (a base defined below).
-        for stmt in self.top:
+        self.local = {stmt.name for stmt in defs}
+        for stmt in defs:
             if isinstance(stmt, ast.ClassDef):
-                cls_fact = self.s.classes[stmt.name]
                 layers, output = (
                     self._layers(stmt, imports)
                     if layer_words and self._mentions(stmt, layer_words)
                     else ((), None)
                 )
                 self.s.classes[stmt.name] = ClassFact(
-                    cls_fact.name,
-                    cls_fact.span,
+                    stmt.name,
+                    _def_span(stmt),
                     tuple(self.ref(b) for b in stmt.bases),
-                    cls_fact.methods,
+                    tuple(
+                        b.name
+                        for b in stmt.body
+                        if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    ),
                     layers,
                     output,
                 )
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                fact = self.s.functions[stmt.name]
+            else:
+                params = tuple(a.arg for a in _params(stmt))
                 # A worker_init_fn takes the worker id: only such functions
-                # that mention the dataset or a seed are read expression-deep.
+                # that use get_worker_info() are read expression-deep.
                 rebuilds = (
                     _worker_init_effects(stmt)
-                    if len(fact.params) <= 2 and self._mentions(stmt, ("dataset",))
+                    if worker_init
+                    and len(params) <= 2
+                    and self._mentions(stmt, ("get_worker_info",))
                     else ()
                 )
-                self.s.functions[stmt.name] = FunctionFact(
-                    fact.name,
-                    fact.span,
-                    fact.params,
+                returns = (
                     _returns(stmt, imports)
                     if return_words and self._mentions(stmt, return_words)
-                    else None,
-                    rebuilds,
+                    else None
+                )
+                self.s.functions[stmt.name] = FunctionFact(
+                    stmt.name, _def_span(stmt), params, returns, rebuilds
                 )
 
     def _layers(
@@ -485,6 +488,14 @@ def _is_probability(
                 return True
             return (last_of_sequential or {}).get(func.attr, "") in _PROBABILITY_LAYERS
     return False
+
+
+def _def_span(node: ast.stmt) -> Span:
+    """A class's or function's span without the code-point conversion:
+    only its lines are ever shown, and a ``def`` starts at its indentation."""
+    return Span(
+        node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0
+    )
 
 
 def _is_layer(qual: str) -> bool:
