@@ -58,7 +58,10 @@ def test_module_classes() -> None:
     assert project.module_class_has_layers("models.Discriminator", {"torch.nn.Dropout"})
     assert not project.module_class_has_layers("models.Discriminator", {"torch.nn.BatchNorm1d"})
     assert project.module_class_has_layers("models.Missing", {"torch.nn.Dropout"}) is None
-    assert project.module_class_output("models.Discriminator") == "probability"
+    assert project.module_class_output("models.Discriminator") == "sigmoid"
+    assert project.probability_of("train.disc") == "sigmoid"  # a module-level instance
+    assert project.probability_of("utils.probs") == "sigmoid"
+    assert project.probability_of("utils.safe_probs") is None  # clamped
     assert project.derives_from("datasets.Noisy", {"torch.utils.data.Dataset"})
 
 

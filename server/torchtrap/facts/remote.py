@@ -10,6 +10,7 @@ in that file. Fixes never edit another file: :func:`is_remote` tells.
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +19,7 @@ from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 if TYPE_CHECKING:
     from torchtrap.facts.datasets import LoaderUse
     from torchtrap.project.index import Project, ProjectLoader
+    from torchtrap.project.summary import Span
 
 REMOTE_ATTR = "_tt_remote"
 
@@ -29,11 +31,19 @@ def _expr(text: str) -> ast.expr:
         return ast.Name("unknown", ast.Load())
 
 
+def remote_node(path: str, span: Span, where: str, name: str = "remote") -> ast.Call:
+    """A stand-in node for code in another file: ``Context.related`` turns
+    it into a related location there; ``lineno`` is that file's line."""
+    node = ast.Call(func=ast.Name(name, ast.Load()), args=[], keywords=[])
+    node.lineno, node.col_offset = span.line, span.col
+    node.end_lineno, node.end_col_offset = span.end_line, span.end_col
+    setattr(node, REMOTE_ATTR, (path, span.range(), where))
+    return node
+
+
 def remote_loader(use: ProjectLoader, folder: str) -> DataLoaderCall:
     fact = use.fact
-    node = ast.Call(func=ast.Name("DataLoader", ast.Load()), args=[], keywords=[])
-    node.lineno, node.col_offset = fact.span.line, fact.span.col
-    setattr(node, REMOTE_ATTR, (use.path, fact.span.range(), use.where(folder)))
+    node = remote_node(use.path, fact.span, use.where(folder), "DataLoader")
     arguments = {name: _expr(text) for name, text in fact.arguments}
     return DataLoaderCall(
         node=node,
@@ -51,10 +61,20 @@ def is_remote(loader: DataLoaderCall) -> bool:
     return hasattr(loader.node, REMOTE_ATTR)
 
 
-def remote_where(loader: DataLoaderCall) -> str | None:
-    """``train.py:31`` for a DataLoader in another file."""
-    remote = getattr(loader.node, REMOTE_ATTR, None)
-    return remote[2] if remote is not None else None
+def remote_where(loader: DataLoaderCall | ast.AST, here: str | None = None) -> str | None:
+    """``train.py:31`` for a DataLoader (or a stand-in node) in another
+    file; "line 31" when it is in ``here`` after all."""
+    node = loader.node if isinstance(loader, DataLoaderCall) else loader
+    remote = getattr(node, REMOTE_ATTR, None)
+    if remote is None:
+        return None
+    if here is not None and same_file(remote[0], here):
+        return f"line {remote[1].start.line}"
+    return str(remote[2])
+
+
+def same_file(a: str, b: str) -> bool:
+    return a == b or os.path.abspath(a) == os.path.abspath(b)
 
 
 def remote_fact(loader: DataLoaderCall, project: Project) -> tuple[str, str | None] | None:

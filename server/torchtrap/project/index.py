@@ -18,6 +18,8 @@ Typical use in a rule::
         for arg in project.call_site_args("pkg.losses.bce", 0):
             arg.arg.kind, arg.where()
         project.module_class_has_layers("pkg.models.Net", {"torch.nn.Dropout"})
+        project.module_class_output("pkg.models.Net")      # "sigmoid" / "softmax" / None
+        project.probability_of("pkg.models.disc")          # calling it gives a sigmoid?
         project.function("pkg.utils.seed_worker")          # FunctionFact | None
 
 Accessing ``ctx.project`` while ``torchtrap check`` is still indexing
@@ -207,6 +209,18 @@ class Project:
         summary = self.modules.get(module)
         return (summary, name) if summary is not None else None
 
+    def definition(self, ref: str) -> tuple[str, Span] | None:
+        """(path, span) of the class, function or module-level name ``ref``
+        (resolved) is defined at; None when not in the project."""
+        found = self._split(ref)
+        if found is None:
+            return None
+        summary, name = found
+        fact = summary.functions.get(name) or summary.classes.get(name)
+        if fact is not None:
+            return summary.path, fact.span
+        return (summary.path, Span(1, 0, 1, 0)) if summary.defines(name) else None
+
     # -- classes and functions -------------------------------------------------
     def class_fact(self, ref: str) -> tuple[ModuleSummary, ClassFact] | None:
         """The class a resolved reference names, with its module's summary."""
@@ -297,10 +311,48 @@ class Project:
         return False
 
     def module_class_output(self, ref: str) -> str | None:
-        """ "probability" when the module class's ``forward`` ends in a
-        Sigmoid/Softmax; None when not or unknown."""
-        found = self.class_fact(ref)
-        return found[1].output if found is not None else None
+        """ "sigmoid"/"softmax" when the module class's ``forward`` ends in
+        one (also through a project base's ``forward``); None when not or
+        unknown."""
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop(0)
+            found = self.class_fact(current)
+            if found is None or current in seen:
+                continue
+            seen.add(current)
+            if "forward" in found[1].methods:
+                return found[1].output
+            todo.extend(b for b in self.bases(current) if b)
+        return None
+
+    def probability_of(self, ref: str, importer: str | None = None) -> str | None:
+        """ "sigmoid"/"softmax" when calling what ``ref`` names gives one: a
+        function whose every ``return`` is one, a module class ending in
+        one, or a module-level instance of such a class; None otherwise."""
+        resolved = self.resolve(ref, importer)
+        if resolved is None:
+            return None
+        function = self.function(resolved)
+        if function is not None:
+            return function.returns if function.returns in ("sigmoid", "softmax") else None
+        if self.class_fact(resolved) is not None:
+            return None  # calling the class builds the module, not its output
+        found = self._split(resolved)
+        if found is not None and found[1] in found[0].instances:
+            cls = self.resolve(found[0].instances[found[1]], found[0].path)
+            return self.module_class_output(cls) if cls is not None else None
+        return None
+
+    def arg_probability(self, arg: ProjectArg) -> str | None:
+        """ "sigmoid"/"softmax" when the argument at a call site is one."""
+        kind = arg.arg.kind
+        if kind in ("sigmoid", "softmax"):
+            return kind
+        if kind.startswith("call:"):
+            return self.probability_of(kind[5:], arg.path)
+        return None
 
     # -- DataLoaders and call sites ------------------------------------------
     def dataloaders(self) -> Iterator[ProjectLoader]:

@@ -40,16 +40,26 @@ _KEPT_ARGUMENTS = (
     "generator",
     "multiprocessing_context",
 )
-_PROBABILITY_FUNCTIONS = frozenset(
-    {"torch.sigmoid", "torch.softmax", "torch.nn.functional.sigmoid", "torch.nn.functional.softmax"}
-)
+_PROBABILITY_FUNCTIONS = {
+    "torch.sigmoid": "sigmoid",
+    "torch.softmax": "softmax",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.nn.functional.softmax": "softmax",
+    "torch.special.expit": "sigmoid",
+    "torch.special.softmax": "softmax",
+}
 _PROBABILITY_METHODS = frozenset({"sigmoid", "softmax"})
-_PROBABILITY_LAYERS = frozenset({"torch.nn.Sigmoid", "torch.nn.Softmax"})
+_PROBABILITY_LAYERS = {"torch.nn.Sigmoid": "sigmoid", "torch.nn.Softmax": "softmax"}
 _CLAMPS = frozenset({"clamp", "clip", "clamp_min"})
 # The torch.nn layers a summary records (ClassFact.layers): the ones rules ask about.
 _LAYER_WORDS = ("Dropout", "BatchNorm", "Sigmoid", "Softmax")
 _RETURN_WORDS = ("sigmoid", "softmax", "clamp", "clip")
 _SEEDS_WORKERS = ("seed_everything",)
+# Call sites whose arguments are call results are kept for modules that
+# mention these (a cost gate: walking every call of every module is not free).
+_RESULT_WORDS = ("igmoid", "oftmax", "loss")
+# References that are never project code.
+_FOREIGN = ("torch.", "numpy.", "math.", "builtins.", "os.", "sys.", "typing.")
 
 
 @dataclass(frozen=True)
@@ -104,8 +114,8 @@ class ClassFact:
     we cannot name), its methods, the ``torch.nn`` Dropout*, BatchNorm*,
     Sigmoid and Softmax layers its ``__init__`` assigns (statement level,
     ``Sequential`` arguments included), and
-    ``output`` "probability" when ``forward`` (or a ``Sequential``'s last
-    layer) ends in a Sigmoid/Softmax."""
+    ``output`` "sigmoid"/"softmax" when every ``return`` of ``forward``
+    is one (a call, or a Sigmoid/Softmax layer or Sequential ending in one)."""
 
     name: str
     span: Span
@@ -118,7 +128,7 @@ class ClassFact:
 @dataclass(frozen=True)
 class FunctionFact:
     """A top-level function: its parameters, what every ``return`` gives
-    ("probability": a sigmoid/softmax, "clamped": a clamp/clip; None when
+    ("sigmoid"/"softmax", "clamped": a clamp/clip; None when
     unknown or mixed), and, for a possible worker_init_fn (at most two
     parameters), the attributes it re-creates or re-seeds on ``<x>.dataset``."""
 
@@ -131,8 +141,12 @@ class FunctionFact:
 
 @dataclass(frozen=True)
 class ArgFact:
-    """One argument at a call site: its position (or keyword) and kind
-    ("dataloader": a DataLoader or a name bound to one)."""
+    """One argument at a call site: its position (or keyword) and kind:
+    "dataloader" (a DataLoader with the default collate, or a name bound to
+    one), "dataloader:collate" (one with a collate_fn or **kwargs),
+    "sigmoid"/"softmax" (visibly one), "call:<ref>" (the result of calling
+    a project-looking name: ``loss(model(x), y)``; kept only in modules
+    that mention sigmoid, softmax or loss)."""
 
     index: int | None
     keyword: str | None
@@ -169,6 +183,8 @@ class ModuleSummary:
     dataloaders: tuple[LoaderFact, ...] = ()
     call_sites: tuple[CallSite, ...] = ()
     seeds_workers: bool = False  # Lightning's seed_everything(..., workers=True)
+    # module-level `name = Callee(...)`: name -> the callee's reference
+    instances: dict[str, str] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -196,6 +212,7 @@ class _Summarizer:
         self.tree = tree
         self.top = _top_statements(tree.body)
         self.local: set[str] = set()
+        self.constructed: dict[str, ast.expr] = {}
         self.source = source
         self.text = source.text
         self.s = summary
@@ -227,6 +244,12 @@ class _Summarizer:
                         s.imports[alias.asname or alias.name] = canonical(f"{base}.{alias.name}")
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if (
+                    len(targets) == 1
+                    and isinstance(targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Call)
+                ):
+                    self.constructed[targets[0].id] = stmt.value.func
                 stack: list[ast.expr] = list(targets)
                 while stack:
                     target = stack.pop()
@@ -252,6 +275,13 @@ class _Summarizer:
             else:
                 return None
         return canonical(f"{base}.{rest}" if rest else base)
+
+    def instances(self) -> None:
+        """``model = Net()`` at module level: "model" -> the class's reference."""
+        for name, func in self.constructed.items():
+            ref = self.ref(func)
+            if ref is not None and not ref.startswith(_FOREIGN):
+                self.s.instances[name] = ref
 
     # -- classes and functions -------------------------------------------------
     def definitions(self, imports: ImportTable) -> None:
@@ -342,10 +372,9 @@ class _Summarizer:
             returns = [
                 r.value for r in _statements(forward.body) if isinstance(r, ast.Return) and r.value
             ]
-            if returns and all(
-                _is_probability(r, imports, by_attr, last_of_sequential) for r in returns
-            ):
-                output = "probability"
+            kinds = {_probability_kind(r, imports, by_attr, last_of_sequential) for r in returns}
+            if len(kinds) == 1:
+                output = kinds.pop()
         return tuple(dict.fromkeys(layers)), output
 
     def _mentions(self, node: ast.stmt, words: tuple[str, ...]) -> bool:
@@ -354,16 +383,7 @@ class _Summarizer:
 
     # -- DataLoaders and call sites -------------------------------------------
     def loaders(self, facts: ModuleFacts) -> None:
-        found: list[LoaderFact] = []
-        bound: dict[str, LoaderFact] = {}
-        for call in facts.dataloaders:
-            fact = self._loader(call)
-            found.append(fact)
-            if fact.bound_to:
-                bound[fact.bound_to] = fact
-        self.s.dataloaders = tuple(found)
-        if found:
-            self.s.call_sites = tuple(self._call_sites(facts, found))
+        self.s.dataloaders = tuple(self._loader(call) for call in facts.dataloaders)
 
     def _loader(self, call: DataLoaderCall) -> LoaderFact:
         dataset, direct = None, True
@@ -417,18 +437,26 @@ class _Summarizer:
             bound_to,
         )
 
-    def _call_sites(self, facts: ModuleFacts, loaders: list[LoaderFact]) -> list[CallSite]:
-        names = {lo.bound_to for lo in loaders if lo.bound_to is not None}
-        loader_calls = {id(c.node) for c in facts.dataloaders}
+    def call_sites(self, facts: ModuleFacts, imports: ImportTable, results: bool) -> None:
+        """Calls that pass a DataLoader, a sigmoid/softmax, or (``results``)
+        the result of calling a project name (``f(g(x))``: "call:<ref>")."""
+        loaders = {
+            id(c.node): fact for c, fact in zip(facts.dataloaders, self.s.dataloaders, strict=False)
+        }
+        names = {fact.bound_to: fact for fact in self.s.dataloaders if fact.bound_to}
         sites: list[CallSite] = []
         for call in facts.index.of(ast.Call):
+            if id(call) in loaders:
+                continue
             args: list[ArgFact] = []
             for i, arg in enumerate(call.args):
-                kind = _arg_kind(arg, names, loader_calls)
+                kind = self._arg_kind(arg, names, loaders, imports, results)
                 if kind:
                     args.append(ArgFact(i, None, kind, ast.unparse(arg), self.span(arg)))
             for kw in call.keywords:
-                kind = _arg_kind(kw.value, names, loader_calls) if kw.arg else None
+                kind = (
+                    self._arg_kind(kw.value, names, loaders, imports, results) if kw.arg else None
+                )
                 if kind:
                     args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
             if not args:
@@ -436,15 +464,35 @@ class _Summarizer:
             callee = self.ref(call.func)
             if callee is not None:
                 sites.append(CallSite(callee, self.span(call), tuple(args)))
-        return sites
+        self.s.call_sites = tuple(sites)
 
-
-def _arg_kind(arg: ast.expr, names: set[str], loader_calls: set[int]) -> str | None:
-    if isinstance(arg, ast.Name) and arg.id in names:
-        return "dataloader"
-    if isinstance(arg, ast.Call) and id(arg) in loader_calls:
-        return "dataloader"
-    return None
+    def _arg_kind(
+        self,
+        arg: ast.expr,
+        names: dict[str, LoaderFact],
+        loaders: dict[int, LoaderFact],
+        imports: ImportTable,
+        results: bool,
+    ) -> str | None:
+        loader = (
+            names.get(arg.id)
+            if isinstance(arg, ast.Name)
+            else loaders.get(id(arg))
+            if isinstance(arg, ast.Call)
+            else None
+        )
+        if loader is not None:
+            custom = loader.has_splat or loader.argument("collate_fn") not in (None, "None")
+            return "dataloader:collate" if custom else "dataloader"
+        if not results or not isinstance(arg, ast.Call):
+            return None
+        kind = _probability_kind(arg, imports)
+        if kind is not None:
+            return kind
+        ref = self.ref(arg.func)
+        if ref is not None and not ref.startswith(_FOREIGN):
+            return f"call:{ref}"
+        return None
 
 
 def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -467,27 +515,32 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
 
 
-def _is_probability(
+def _probability_kind(
     expr: ast.expr,
     imports: ImportTable,
     by_attr: dict[str, str] | None = None,
     last_of_sequential: dict[str, str] | None = None,
-) -> bool:
+) -> str | None:
+    """ "sigmoid"/"softmax" when ``expr`` is visibly one (a call, a method,
+    a ``self.<layer>(...)`` of an nn.Sigmoid/nn.Softmax or a Sequential
+    ending in one); None otherwise."""
     if not isinstance(expr, ast.Call):
-        return False
+        return None
     func = expr.func
     qual = imports.qualname(func)
     if qual in _PROBABILITY_FUNCTIONS:
-        return True
+        return _PROBABILITY_FUNCTIONS[qual]
     if isinstance(func, ast.Attribute):
         if qual is None and func.attr in _PROBABILITY_METHODS and not expr.args[1:]:
-            return not isinstance(func.value, ast.Name) or func.value.id not in imports.names
+            if not isinstance(func.value, ast.Name) or func.value.id not in imports.names:
+                return func.attr
+            return None
         if isinstance(func.value, ast.Name) and func.value.id == "self":
             layer = (by_attr or {}).get(func.attr, "")
             if layer in _PROBABILITY_LAYERS:
-                return True
-            return (last_of_sequential or {}).get(func.attr, "") in _PROBABILITY_LAYERS
-    return False
+                return _PROBABILITY_LAYERS[layer]
+            return _PROBABILITY_LAYERS.get((last_of_sequential or {}).get(func.attr, ""))
+    return None
 
 
 def _def_span(node: ast.stmt) -> Span:
@@ -525,8 +578,9 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -
     values = [n.value for n in _statements(fn.body) if isinstance(n, ast.Return)]
     if not values or any(v is None for v in values):
         return None
-    if all(_is_probability(v, imports) for v in values if v is not None):
-        return "probability"
+    kinds = {_probability_kind(v, imports) for v in values if v is not None}
+    if len(kinds) == 1 and None not in kinds:
+        return kinds.pop()
     if all(
         isinstance(v, ast.Call)
         and (
@@ -601,10 +655,15 @@ def summarize(
         else ImportTable(s for s in work.top if isinstance(s, (ast.Import, ast.ImportFrom)))
     )
     work.definitions(imports)
-    if "DataLoader" in text:
+    results = any(word in text for word in _RESULT_WORDS)
+    if "DataLoader" in text or results:
         if facts is None:
             facts = ModuleFacts(tree)
-        work.loaders(facts)
+        if "DataLoader" in text:
+            work.loaders(facts)
+        if summary.dataloaders or results:
+            work.call_sites(facts, imports, results)
+    work.instances()
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):
         calls = facts.index.of(ast.Call) if facts is not None else None
         summary.seeds_workers = _seeds_workers(calls or ast.walk(tree), imports)

@@ -1,6 +1,7 @@
 import random
 
 import numpy as np
+import torch
 from torch.utils.data import get_worker_info
 
 
@@ -12,3 +13,11 @@ def reseed_dataset(worker_id):
 def seed_globals(worker_id):
     random.seed(worker_id)
     np.random.seed(worker_id)
+
+
+def probs(logits):
+    return torch.sigmoid(logits)
+
+
+def safe_probs(logits):
+    return torch.sigmoid(logits).clamp(1e-6, 1 - 1e-6)
