@@ -12,6 +12,12 @@ indexes it, then lints). Child processes, alternated, best of ``--repeat``:
   (``TORCHTRAP_CACHE_DIR``), index included;
 - ``check -j 1 --exit-zero`` again on the unchanged tree with that cache.
 
+Times are CPU seconds (user + system) of each child: the machines this
+runs on are shared, and wall time there measures the neighbours. A last
+row checks every corpus in one run (each still its own project root), as
+one would a monorepo; the budgets are judged on it, since interpreter
+start-up (~0.1 s) dominates a cached run of a small corpus.
+
 Budgets (issue 8): cold <= 2.0x ``ast.parse``; cached <= 0.25x. ``--check``
 exits 1 when one is blown. Timing is never asserted in the test suite.
 """
@@ -20,11 +26,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,16 +55,30 @@ for p in open(sys.argv[1], encoding="utf-8").read().splitlines():
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+    """CPU seconds (user + system) of the child: on a shared machine the
+    wall clock measures the neighbours, CPU time measures the work."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(corpus: Path, repeat: int) -> tuple[int, float, float, float]:
-    files = [str(p) for p in iter_python_files([str(corpus)], ConfigLookup()) if p.suffix == ".py"]
+def measure(
+    corpora: list[Path], repeat: int, baseline: Path | None = None
+) -> tuple[int, float, float, float, float | None]:
+    """One ``check`` run over ``corpora`` (each its own project root); with
+    ``baseline`` (another checkout's ``server/``), its cold ``check`` too."""
+    files = [
+        str(p)
+        for corpus in corpora
+        for p in iter_python_files([str(corpus)], ConfigLookup())
+        if p.suffix == ".py"
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "server"))
-    check = [sys.executable, "-m", "torchtrap", "check", "-j", "1", "--exit-zero", str(corpus)]
-    best_ast = best_cold = best_warm = float("inf")
+    check = [sys.executable, "-m", "torchtrap", "check", "-j", "1", "--exit-zero"]
+    check += [str(c) for c in corpora]
+    best_ast = best_cold = best_warm = best_base = float("inf")
+    base_env = dict(env, PYTHONPATH=str(baseline)) if baseline else None
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp, "files.txt")
         listing.write_text("\n".join(files), encoding="utf-8")
@@ -69,7 +89,10 @@ def measure(corpus: Path, repeat: int) -> tuple[int, float, float, float]:
             shutil.rmtree(cache, ignore_errors=True)
             best_cold = min(best_cold, timed(check, env))
             best_warm = min(best_warm, timed(check, env))
-    return len(files), best_ast, best_cold, best_warm
+            if base_env is not None:
+                shutil.rmtree(cache, ignore_errors=True)
+                best_base = min(best_base, timed(check, base_env))
+    return len(files), best_ast, best_cold, best_warm, best_base if baseline else None
 
 
 def main() -> int:
@@ -77,29 +100,30 @@ def main() -> int:
     parser.add_argument("--corpus", action="append", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget is blown")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's server/ folder: its cold check too"
+    )
     args = parser.parse_args()
     print(
         "| corpus | files | `ast.parse` | `check` cold | cold / ast "
-        "| `check` cached | cached / ast |"
+        "| `check` cached | cached / ast | baseline cold / ast |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    totals = [0, 0.0, 0.0, 0.0]
-    blown = False
-    for corpus in args.corpus:
-        n, ast_s, cold, warm = measure(corpus, args.repeat)
-        for i, v in enumerate((n, ast_s, cold, warm)):
-            totals[i] += v
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = [[c] for c in args.corpus]
+    if len(args.corpus) > 1:
+        rows.append(list(args.corpus))
+    cold_ratio = warm_ratio = 0.0
+    for corpora in rows:
+        n, ast_s, cold, warm, base = measure(corpora, args.repeat, args.baseline)
+        name = corpora[0].name if len(corpora) == 1 else "all, one run"
+        cold_ratio, warm_ratio = cold / ast_s, warm / ast_s
         print(
-            f"| {corpus.name} | {n:,} | {ast_s:.2f} s | {cold:.2f} s | {cold / ast_s:.2f}x "
-            f"| {warm:.2f} s | {warm / ast_s:.2f}x |"
+            f"| {name} | {n:,} | {ast_s:.2f} s | {cold:.2f} s | {cold_ratio:.2f}x "
+            f"| {warm:.2f} s | {warm_ratio:.2f}x | "
+            + (f"{base / ast_s:.2f}x |" if base is not None else "|")
         )
-    n, ast_s, cold, warm = totals
-    print(
-        f"| all | {int(n):,} | {ast_s:.2f} s | {cold:.2f} s | **{cold / ast_s:.2f}x** "
-        f"| {warm:.2f} s | **{warm / ast_s:.2f}x** |"
-    )
-    if cold / ast_s > BUDGET_COLD or warm / ast_s > BUDGET_CACHED:
-        blown = True
+    # Budgets are judged on the last row: every corpus in one run.
+    blown = cold_ratio > BUDGET_COLD or warm_ratio > BUDGET_CACHED
     return 1 if blown and args.check else 0
 
 

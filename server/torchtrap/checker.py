@@ -16,14 +16,13 @@ output does not depend on N. Unchanged files come from the cache
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchtrap.config import Config
 from torchtrap.discovery import ConfigLookup
@@ -33,6 +32,9 @@ from torchtrap.project.cache import Cache, Entry, entry_key
 from torchtrap.project.index import PENDING, Project
 from torchtrap.project.layout import module_name
 from torchtrap.project.summary import ModuleSummary
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 24
@@ -129,28 +131,30 @@ def project_items(
     items: list[Item] = []
     checked: set[str] = set()
     roots: dict[str, Config] = {}
-    folder_configs: dict[Path, Config] = {}
-    layouts: dict[tuple[Path, int], tuple[Path, list[Path]]] = {}
+    folder_configs: dict[str, Config] = {}
+    layouts: dict[tuple[str, int], tuple[str, list[Path]]] = {}
 
-    def config_of(folder: Path) -> Config:
+    def config_of(folder: str) -> Config:
         if folder not in folder_configs:
-            folder_configs[folder] = configs(folder)
+            folder_configs[folder] = configs(Path(folder))
         return folder_configs[folder]
 
-    def layout_of(path: Path, config: Config, fallback: Path | None) -> tuple[Path, list[Path]]:
-        key = (path.parent, id(config))
+    def layout_of(path: str, config: Config, fallback: Path | None) -> tuple[str, list[Path]]:
+        # One layout per folder: pathlib per file costs more than the cache saves.
+        key = (os.path.dirname(path), id(config))
         if key not in layouts:
-            layouts[key] = _layout(path, config, fallback)
+            root, sources = _layout(Path(path), config, fallback)
+            layouts[key] = (str(root), sources)
         return layouts[key]
 
     for file in files:
         path = os.path.abspath(file)
-        config = config_of(file.parent)
-        root, sources = layout_of(Path(path), config, arg_roots.get(file))
-        module = module_name(Path(path), sources) if not path.endswith(".ipynb") else ("", False)
-        items.append(Item(str(file), config, str(root), module, True))
+        config = config_of(os.path.dirname(path))
+        root, sources = layout_of(path, config, arg_roots.get(file))
+        module = module_name(path, sources) if not path.endswith(".ipynb") else ("", False)
+        items.append(Item(str(file), config, root, module, True))
         checked.add(path)
-        roots.setdefault(str(root), config)
+        roots.setdefault(root, config)
     for root_name, config in sorted(roots.items()):
         if Path(root_name) in walked:
             continue
@@ -167,9 +171,9 @@ def project_items(
             if path in checked:
                 continue
             checked.add(path)
-            extra_config = config_of(extra.parent)
-            _, sources = layout_of(Path(path), extra_config, Path(root_name))
-            module = module_name(Path(path), sources)
+            extra_config = config_of(os.path.dirname(path))
+            _, sources = layout_of(path, extra_config, Path(root_name))
+            module = module_name(path, sources)
             items.append(Item(str(extra), extra_config, root_name, module, False))
     return items
 
@@ -233,14 +237,22 @@ def run(items: list[Item], options: Options) -> list[FileReport]:
     ]
 
     jobs = options.jobs
-    pool: ProcessPoolExecutor | None = None
+    pool: Executor | None = None
     total_work = len(todo) + sum(1 for i in items if i.checked)
     if jobs > 1 and total_work >= PARALLEL_MIN_FILES:
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(max_workers=jobs)
+    # Syntax trees are freed by reference counting; the collector's young
+    # passes over millions of short-lived nodes find nothing (measured: 15%
+    # of a cold run). Collect rarely while checking.
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
     try:
         _pass_one(todo, pool, options)
         return _pass_two(items, pool, options)
     finally:
+        gc.set_threshold(*threshold)
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 
@@ -302,6 +314,8 @@ def _pass_two(items: list[Item], pool: Executor | None, options: Options) -> lis
 
     projects_file = ""
     if second and pool is not None:
+        import tempfile
+
         fd, projects_file = tempfile.mkstemp(prefix="torchtrap-project.", suffix=".pickle")
         with os.fdopen(fd, "wb") as stream:
             pickle.dump(projects, stream, protocol=pickle.HIGHEST_PROTOCOL)

@@ -9,13 +9,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchtrap import __version__
 from torchtrap.config import Config
 from torchtrap.discovery import ConfigLookup, iter_python_files
 from torchtrap.output import FORMATS, FileReport
-from torchtrap.project.index import Project
 from torchtrap.rules import Rule
+
+if TYPE_CHECKING:
+    from torchtrap.project.index import Project
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

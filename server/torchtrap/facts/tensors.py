@@ -275,8 +275,10 @@ class TensorFacts:
         self._dataloader_calls: set[int] | None = None
         self._kinds: dict[tuple[int, int], Kind] = {}
         # Set by a rule that has the project: whether a parameter is given a
-        # DataLoader (default collate) at its call sites in the project.
-        self.loader_parameter: Callable[[ast.Name, ast.AST], bool] | None = None
+        # DataLoader (default collate) at its call sites in the project. It
+        # gets this object as an argument: holding it would make a cycle
+        # that keeps the syntax tree alive until a full collection.
+        self.loader_parameter: Callable[[TensorFacts, ast.Name, ast.AST], bool] | None = None
 
     # -- bindings -------------------------------------------------------------
     def table(self, scope: ast.AST) -> ScopeTable:
@@ -506,7 +508,7 @@ class TensorFacts:
             return id(expr) in self._dataloader_calls
         values = self.values_of(expr, at)
         if values is None and isinstance(expr, ast.Name) and self.loader_parameter is not None:
-            return self.loader_parameter(expr, at)
+            return self.loader_parameter(self, expr, at)
         return bool(values) and all(
             isinstance(v, ast.Call) and id(v) in self._dataloader_calls for v, _ in values or ()
         )

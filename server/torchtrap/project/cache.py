@@ -73,8 +73,21 @@ def entry_key(data: bytes, config: Config, module: tuple[str, bool], rules: str 
     """The file's bytes, its config, its module name and the rule set
     (``rules``: e.g. the codes and classes of ALL_RULES)."""
     h = hashlib.blake2b(data, digest_size=20)
-    h.update(repr((config, module, rules)).encode("utf-8", "replace"))
+    h.update(_config_key(config, rules))
+    h.update(repr(module).encode("utf-8", "replace"))
     return h.hexdigest()
+
+
+_CONFIG_KEYS: dict[int, tuple[Config, str, bytes]] = {}
+
+
+def _config_key(config: Config, rules: str) -> bytes:
+    # repr(Config) per file showed up in profiles: once per config object.
+    found = _CONFIG_KEYS.get(id(config))
+    if found is None or found[0] is not config or found[1] != rules:
+        found = (config, rules, repr((config, rules)).encode("utf-8", "replace"))
+        _CONFIG_KEYS[id(config)] = found
+    return found[2]
 
 
 class _SafeUnpickler(pickle.Unpickler):

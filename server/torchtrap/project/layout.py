@@ -44,16 +44,16 @@ def source_roots(
     return sorted(dict.fromkeys(roots), key=lambda p: len(p.parts), reverse=True)
 
 
-def module_name(path: Path, roots: list[Path]) -> tuple[str, bool]:
+def module_name(path: Path | str, roots: list[Path]) -> tuple[str, bool]:
     """(dotted module name, is a package ``__init__``); ("", False) for a
     file outside every root or whose path is not a valid dotted name."""
+    text = os.fspath(path)
     for root in roots:
-        try:
-            rel = path.relative_to(root)
-        except ValueError:
+        prefix = os.path.join(os.fspath(root), "")
+        if not text.startswith(prefix):
             continue
-        parts = list(rel.parts)
-        if not parts or not parts[-1].endswith(MODULE_SUFFIXES):
+        parts = text[len(prefix) :].split(os.sep)
+        if not parts[-1].endswith(MODULE_SUFFIXES):
             return "", False
         parts[-1] = parts[-1].rsplit(".", 1)[0]
         is_package = parts[-1] == "__init__"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.tensors import Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
-from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.rules.base import Context, Invalid, Rule, Valid
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -138,7 +139,7 @@ class DiscardedOutOfPlaceResult(Rule):
 
     def check(self) -> Iterable[Finding]:
         self.tensors = TensorFacts(self.ctx.facts)
-        self.tensors.loader_parameter = self._loader_parameter
+        self.tensors.loader_parameter = functools.partial(_loader_parameter, self.ctx)
         imports = self.ctx.facts.imports
         for stmt in self.ctx.facts.index.of(ast.Expr):
             call = stmt.value
@@ -181,27 +182,6 @@ class DiscardedOutOfPlaceResult(Rule):
             return False  # an imported object: not a local tensor
         # A local class with a method of that name (`Boxes.clamp`) may be the receiver.
         return not any(name in c.methods for c in self.ctx.facts.classes.classes.values())
-
-    def _loader_parameter(self, name: ast.Name, at: ast.AST) -> bool:
-        """Whether ``name`` is a parameter of a module-level function whose
-        call sites in the project (``ctx.project``) pass it a DataLoader
-        with the default collate, and every tracked argument there does."""
-        fn = enclosing_function(at)
-        if fn is None or parent(fn) is not self.ctx.tree:
-            return False
-        positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
-            return False
-        reach = self.tensors.reaching(name.id, at)
-        if reach is None or [b.stmt for b in reach.bindings] != [fn]:
-            return False  # rebound in the function
-        project = self.ctx.project
-        ref = project.ref(self.ctx.path, fn.name) if project is not None else None
-        if project is None or ref is None:
-            return False
-        index = positional.index(name.id) if name.id in positional else None
-        args = project.call_site_args(ref, index, keyword=name.id)
-        return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
     @staticmethod
     def _purposeful(stmt: ast.stmt) -> bool:
@@ -942,6 +922,28 @@ class DiscardedOutOfPlaceResult(Rule):
             note="not read afterwards: only the in-place twin is offered",
         ),
     )
+
+
+def _loader_parameter(ctx: Context, tensors: TensorFacts, name: ast.Name, at: ast.AST) -> bool:
+    """Whether ``name`` is a parameter of a module-level function whose
+    call sites in the project (``ctx.project``) pass it a DataLoader with
+    the default collate, and every tracked argument there does."""
+    fn = enclosing_function(at)
+    if fn is None or parent(fn) is not ctx.tree:
+        return False
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    reach = tensors.reaching(name.id, at)
+    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
+        return False  # rebound in the function
+    project = ctx.project
+    ref = project.ref(ctx.path, fn.name) if project is not None else None
+    if project is None or ref is None:
+        return False
+    index = positional.index(name.id) if name.id in positional else None
+    args = project.call_site_args(ref, index, keyword=name.id)
+    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
 
 def _expects_error(expr: ast.expr) -> bool:
