@@ -8,8 +8,8 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchtrap import __version__
 from torchtrap.config import Config
@@ -17,17 +17,22 @@ from torchtrap.discovery import ConfigLookup, iter_python_files
 from torchtrap.output import FORMATS, FileReport
 from torchtrap.rules import Rule
 
+if TYPE_CHECKING:
+    from torchtrap.project.index import Project
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-# Below this many files a process pool costs more than it saves.
-PARALLEL_MIN_FILES = 24
 
 
-def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileReport:
-    """Lint (and maybe fix) one file; runs in a worker process with -j N."""
+def _check_one(
+    task: tuple[str, Config, str | None, bool, bool, bool], project: Project | None = None
+) -> FileReport:
+    """Lint (and maybe fix) one file; runs in a worker process with -j N.
+    ``project``: the index of its project (None: the file alone)."""
     from torchtrap.engine import fix_source, lint, unreadable_finding
     from torchtrap.source import UndecodableSource, decode_source
 
     path, config, stdin_text, fix, unsafe, diff = task
+    unsafe = unsafe or config.unsafe_fixes  # `unsafe-fixes = true` works like --unsafe-fixes
     report = FileReport(path)
     try:
         data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
@@ -42,7 +47,7 @@ def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileRe
         report.findings = lint(data, path, config)
         return report
     if fix or diff:
-        fixed, count = fix_source(text, path, config, unsafe=unsafe)
+        fixed, count = fix_source(text, path, config, unsafe=unsafe, project=project)
         if count:
             if diff:
                 report.diff = "".join(
@@ -62,7 +67,7 @@ def _check_one(task: tuple[str, Config, str | None, bool, bool, bool]) -> FileRe
                 report.fixed = count
                 text = fixed
     report.source = text
-    report.findings = [f.detached() for f in lint(text, path, config)]
+    report.findings = [f.detached() for f in lint(text, path, config, project=project)]
     return report
 
 
@@ -123,38 +128,27 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     stdin_text = None
     paths = args.paths or ["."]
+    jobs = args.jobs or os.cpu_count() or 1
     if paths == ["-"]:
         stdin_text = sys.stdin.read()
-        tasks = [(args.stdin_filename or "-", configs(Path.cwd()), stdin_text)]
+        config = configs(Path.cwd())
+        _print_warnings(configs.warnings)
+        task = (
+            args.stdin_filename or "-",
+            config,
+            stdin_text,
+            args.fix,
+            args.unsafe_fixes,
+            args.diff,
+        )
+        reports = [_check_one(task)]
     else:
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
             for p in missing:
                 print(f"torchtrap: error: {p}: no such file or folder", file=sys.stderr)
             return EXIT_ERROR
-        tasks = [(str(f), configs(f.parent), None) for f in iter_python_files(paths, configs)]
-
-    for warning in configs.warnings:
-        print(f"torchtrap: warning: {warning}", file=sys.stderr)
-
-    jobs = args.jobs or os.cpu_count() or 1
-    # `unsafe-fixes = true` in [tool.torchtrap] works like --unsafe-fixes.
-    work = [
-        (p, c, s, args.fix, args.unsafe_fixes or c.unsafe_fixes, args.diff) for p, c, s in tasks
-    ]
-    show_progress = sys.stderr.isatty() and len(work) >= 200 and args.format == "text"
-    reports: list[FileReport] = []
-    if jobs > 1 and len(work) >= PARALLEL_MIN_FILES:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for i, report in enumerate(pool.map(_check_one, work, chunksize=8), 1):
-                reports.append(report)
-                if show_progress and (i % 50 == 0 or i == len(work)):
-                    _progress(i, len(work))
-    else:
-        for i, task in enumerate(work, 1):
-            reports.append(_check_one(task))
-            if show_progress and (i % 50 == 0 or i == len(work)):
-                _progress(i, len(work))
+        reports = _check_project(args, paths, configs, jobs)
 
     if stdin_text is not None and args.fix and not args.diff:
         # `check --fix -` is a filter: fixed text out, findings to stderr.
@@ -195,6 +189,58 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _check_project(
+    args: argparse.Namespace, paths: list[str], configs: ConfigLookup, jobs: int
+) -> list[FileReport]:
+    """Index the files (and their projects' other modules), then lint."""
+    from torchtrap import checker
+    from torchtrap.project.cache import Cache
+
+    files: list[Path] = []
+    arg_roots: dict[Path, Path] = {}
+    for raw in paths:
+        folder = Path(raw) if os.path.isdir(raw) else Path(raw).parent
+        for file in iter_python_files([raw], configs):
+            if file not in arg_roots:
+                arg_roots[file] = Path(os.path.abspath(folder))
+                files.append(file)
+    warnings: list[str] = []
+    walked = {Path(os.path.abspath(raw)) for raw in paths if os.path.isdir(raw)}
+    items = checker.project_items(files, configs, arg_roots, warnings.append, walked)
+    cache = None if args.no_cache else Cache()
+    if cache is not None:
+        cache.load()
+    show_progress = sys.stderr.isatty() and len(files) >= 200 and args.format == "text"
+    options = checker.Options(
+        fix=args.fix,
+        unsafe=args.unsafe_fixes,
+        diff=args.diff,
+        jobs=jobs,
+        cache=cache,
+        progress=_progress if show_progress else None,
+    )
+    reports = checker.run(items, options)
+    if cache is not None:
+        cache.save()
+        warnings.extend(cache.warnings)
+    _print_warnings([*configs.warnings, *warnings, *options.warnings])
+    return reports
+
+
+def _print_warnings(warnings: Sequence[str]) -> None:
+    for warning in dict.fromkeys(warnings):
+        print(f"torchtrap: warning: {warning}", file=sys.stderr)
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from torchtrap.project.cache import clean, default_folder
+
+    folder = default_folder()
+    if clean(folder):
+        print(f"Removed {folder}", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def _use_color(choice: str, stream: object) -> bool:
@@ -283,9 +329,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--torch-version", metavar="X.Y", help="the project's torch version (overrides detection)"
     )
+    check.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write .torchtrap_cache/"
+    )
     check.add_argument("--stdin-filename", metavar="PATH", help="the file name to report for stdin")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.set_defaults(func=cmd_check)
+
+    clean = sub.add_parser(
+        "clean",
+        help="remove the cache",
+        description="Remove .torchtrap_cache/ (or $TORCHTRAP_CACHE_DIR) in this folder.",
+    )
+    clean.set_defaults(func=cmd_clean)
 
     rule = sub.add_parser("rule", help="explain a rule", description="Show a rule's documentation.")
     rule.add_argument("code", nargs="?", help="rule code or name (e.g. TT101); omit to list all")

@@ -34,6 +34,7 @@ KNOWN_KEYS = {
     "torch-version",
     "unsafe-fixes",
     "numpy-version",
+    "src",
 }
 
 DEFAULT_EXCLUDE = (
@@ -58,6 +59,7 @@ class Config:
     torch_version: str | None = None
     unsafe_fixes: bool = False  # fix-all / --fix apply unsafe fixes too (as ruff's)
     numpy_version: str | None = None
+    src: tuple[str, ...] = ()  # source roots for module names, relative to ``root`` (as ruff's)
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -230,6 +232,7 @@ def from_table(
         torch_version=torch_version,
         unsafe_fixes=unsafe_fixes,
         numpy_version=numpy_version,
+        src=str_list("src"),
         root=root,
         source=source,
         warnings=tuple(warnings),

@@ -11,6 +11,7 @@ import ast
 import logging
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from torchtrap.config import Config
 from torchtrap.facts import ModuleFacts
@@ -22,6 +23,8 @@ from torchtrap.findings import (
     Range,
     Severity,
 )
+from torchtrap.project.index import NeedsProject, Project, _Pending
+from torchtrap.project.summary import ModuleSummary, summarize
 from torchtrap.rules import ALL_RULES, Context, Rule
 from torchtrap.source import SourceText, UndecodableSource, decode_source
 from torchtrap.suppressions import parse_suppressions
@@ -38,22 +41,54 @@ def lint(
     path: str = "<stdin>",
     config: Config | None = None,
     rules: Sequence[type[Rule]] | None = None,
+    project: Project | None = None,
 ) -> list[Finding]:
     """Findings for one module, sorted by position.
 
-    A file that cannot be decoded or parsed yields exactly one ``TT000``
-    finding at the error's location and no rule findings. An exception in
-    a rule is logged and that rule skipped; the others still run.
+    ``project`` is the index of the file's project (``ctx.project`` for the
+    rules); without it the rules see this file alone. A file that cannot be
+    decoded or parsed yields exactly one ``TT000`` finding at the error's
+    location and no rule findings. An exception in a rule is logged and
+    that rule skipped; the others still run.
     """
+    return analyse(source, path, config, rules, project=project).findings
+
+
+@dataclass
+class Analysis:
+    """One parse's results: the findings, the module's summary for the
+    project index (when asked for), and whether a rule asked for the
+    project while it was PENDING (then ``findings`` is empty: lint again)."""
+
+    findings: list[Finding]
+    summary: ModuleSummary | None = None
+    needs_project: bool = False
+
+
+def analyse(
+    source: str | bytes,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    rules: Sequence[type[Rule]] | None = None,
+    *,
+    project: Project | _Pending | None = None,
+    module: tuple[str, bool] | None = None,
+) -> Analysis:
+    """Lint and, when ``module`` (its dotted name, is a package) is given,
+    summarise the module from the same parse. ``project=PENDING`` is
+    ``check``'s first pass: a rule that asks for the project stops the lint
+    of this file (``needs_project``), the summary is still made."""
     config = config or Config()
     if isinstance(source, bytes):
         try:
             source = decode_source(source)
         except UndecodableSource as err:
-            return [unreadable_finding(path, str(err), err.line, err.column)]
+            return Analysis([unreadable_finding(path, str(err), err.line, err.column)])
     if "\x00" in source:
         line = source.count("\n", 0, source.index("\x00")) + 1
-        return [unreadable_finding(path, "file contains a NUL byte; not Python source", line, 0)]
+        return Analysis(
+            [unreadable_finding(path, "file contains a NUL byte; not Python source", line, 0)]
+        )
     text = SourceText(source)
     try:
         with warnings.catch_warnings():
@@ -64,26 +99,38 @@ def lint(
         line = err.lineno or 1
         col = max((err.offset or 1) - 1, 0)
         # err.offset counts code points for str input on 3.10+.
-        return [unreadable_finding(path, f"SyntaxError: {err.msg}", line, col)]
+        return Analysis([unreadable_finding(path, f"SyntaxError: {err.msg}", line, col)])
     except (ValueError, RecursionError, MemoryError) as err:
-        return [unreadable_finding(path, f"cannot parse: {err}", 1, 0)]
+        return Analysis([unreadable_finding(path, f"cannot parse: {err}", 1, 0)])
 
     selected = rules if rules is not None else enabled_rules(config, path)
     selected = [rule for rule in selected if rule.matches_text(source)]
-    if not selected:
-        return []
-    ctx = Context(text, path, tree, ModuleFacts(tree), config)
     findings: list[Finding] = []
-    for rule in selected:
+    facts: ModuleFacts | None = None
+    needs_project = False
+    if selected:
+        facts = ModuleFacts(tree)
+        ctx = Context(text, path, tree, facts, config, project)
+        for rule in selected:
+            try:
+                findings.extend(rule(ctx).check())
+            except NeedsProject:
+                needs_project = True
+                findings = []
+                break
+            except Exception:  # one broken rule must not take the others down
+                log.exception("rule %s failed on %s; skipped", rule.code, path)
+        if findings:
+            suppressions = parse_suppressions(text)
+            findings = [f for f in findings if not suppressions.suppresses(f)]
+        findings.sort(key=lambda f: (f.range.start, f.code))
+    summary = None
+    if module is not None:
         try:
-            findings.extend(rule(ctx).check())
-        except Exception:  # one broken rule must not take the others down
-            log.exception("rule %s failed on %s; skipped", rule.code, path)
-    if findings:
-        suppressions = parse_suppressions(text)
-        findings = [f for f in findings if not suppressions.suppresses(f)]
-    findings.sort(key=lambda f: (f.range.start, f.code))
-    return findings
+            summary = summarize(tree, text, path, module[0], module[1], facts)
+        except RecursionError:  # absurdly deep code: no summary, still linted
+            summary = None
+    return Analysis(findings, summary, needs_project)
 
 
 def unreadable_finding(path: str, message: str, line: int = 1, column: int = 0) -> Finding:
@@ -107,6 +154,7 @@ def fix_source(
     unsafe: bool = False,
     rules: Sequence[type[Rule]] | None = None,
     max_rounds: int = 10,
+    project: Project | None = None,
 ) -> tuple[str, int]:
     """Apply fixes until none is left (fixes that overlap wait for the next
     round, as in ruff). Returns the new text and how many fixes were applied."""
@@ -114,7 +162,7 @@ def fix_source(
 
     total = 0
     for _ in range(max_rounds):
-        findings = lint(source, path, config, rules)
+        findings = lint(source, path, config, rules, project)
         fixes = select_fixes(findings, unsafe=unsafe)
         if not fixes:
             break

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers, resolve_value
 from torchtrap.facts.index import enclosing_scope, parent, walk_scope
+from torchtrap.facts.remote import remote_where
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class DatasetView:
     lineage: list[ClassInfo]
     # Method by name as the instance resolves it (subclass first).
     methods: dict[str, FunctionNode]
+    # Not a Dataset subclass, only `__getitem__`/`__len__`: a dataset only
+    # when a DataLoader visibly gets it (here or in another file).
+    protocol: bool = False
     _worker_methods: list[FunctionNode] | None = field(default=None, repr=False)
 
     @property
@@ -184,6 +188,10 @@ class DatasetFacts:
         for info in self.classes.classes.values():
             if self.classes.is_dataset(info) or info.name in used:
                 self._views[info.name] = self._view(info)
+            elif "__getitem__" in info.methods and "__len__" in info.methods:
+                view = self._view(info)
+                view.protocol = True
+                self._views[info.name] = view
 
     # -- classes -------------------------------------------------------------
     def views(self) -> list[DatasetView]:
@@ -364,6 +372,7 @@ def judge(
     datasets: DatasetFacts,
     view: DatasetView,
     status: Callable[[DataLoaderCall], LoaderStatus] = lambda _: LoaderStatus.COUNTS,
+    remote: Callable[[], list[LoaderUse]] | None = None,
 ) -> Judgement | None:
     """How visibly ``view`` runs in DataLoader workers; None when every
     DataLoader that receives it (or might) has no workers, or is visibly
@@ -376,9 +385,16 @@ def judge(
     - UNLINKED: none visibly receives it, but a DataLoader with workers gets
       a dataset we cannot trace (a parameter, a factory's result);
     - INVISIBLE: no DataLoader in this file receives it or may (it may be
-      used from another file: linking across files is for later).
+      used from another file the index does not show).
+
+    ``remote`` gives the DataLoaders in other files that get the dataset
+    (``torchtrap.facts.remote.project_uses``); they count like local ones.
     """
     uses = datasets.uses(view)
+    if remote is not None:
+        uses = uses + remote()
+    if not uses and view.protocol:
+        return None  # `__getitem__` alone does not make a dataset
     if uses:
         counted: list[tuple[LoaderUse, LoaderStatus]] = []
         for use in uses:
@@ -415,6 +431,9 @@ def workers_phrase(loader: DataLoaderCall) -> str:
 def related_message(loader: DataLoaderCall, exposure: Exposure) -> str:
     """What a DataLoader with workers does to the dataset, for ``related``."""
     phrase = workers_phrase(loader)
+    where = remote_where(loader)
+    if where is not None:
+        phrase += f" in {where}"
     if loader.workers is not Workers.SOME and loader.workers_expr is not None:
         phrase += ","  # "num_workers=n, which may be > 0 at run time, may ..."
     if exposure is Exposure.UNLINKED:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,9 @@ class Kind(enum.Enum):
     TENSOR = "tensor"
     MODULE = "module"
     UNKNOWN = "unknown"
+    # A whole batch of a DataLoader with the default collate: a tensor, or a
+    # list/dict of them (so `batch["x"]` and `batch[0]` are tensors).
+    BATCH = "batch"
 
 
 # torch.* functions that return a tensor (an allowlist: torch.load, torch.compile,
@@ -270,6 +274,11 @@ class TensorFacts:
         self._self_attrs: dict[int, dict[str, list[ast.expr | Kind]]] = {}
         self._dataloader_calls: set[int] | None = None
         self._kinds: dict[tuple[int, int], Kind] = {}
+        # Set by a rule that has the project: whether a parameter is given a
+        # DataLoader (default collate) at its call sites in the project. It
+        # gets this object as an argument: holding it would make a cycle
+        # that keeps the syntax tree alive until a full collection.
+        self.loader_parameter: Callable[[TensorFacts, ast.Name, ast.AST], bool] | None = None
 
     # -- bindings -------------------------------------------------------------
     def table(self, scope: ast.AST) -> ScopeTable:
@@ -390,7 +399,7 @@ class TensorFacts:
         if isinstance(expr, ast.Attribute):
             return self._kind_of_attribute(expr, at, depth)
         if isinstance(expr, ast.Subscript):
-            if self.kind_of(expr.value, at, depth + 1) is Kind.TENSOR:
+            if self.kind_of(expr.value, at, depth + 1) in (Kind.TENSOR, Kind.BATCH):
                 return Kind.TENSOR
             return Kind.UNKNOWN
         if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.Mod):
@@ -485,7 +494,8 @@ class TensorFacts:
                 break
             iterable = iterable.args[0]
         if not path:
-            return Kind.UNKNOWN  # the batch itself may be a list or dict
+            # The batch itself may be a list or dict; its items are tensors.
+            return Kind.BATCH if self._is_dataloader(iterable, at) else Kind.UNKNOWN
         if self._is_dataloader(iterable, at):
             return Kind.TENSOR
         return Kind.UNKNOWN
@@ -502,6 +512,8 @@ class TensorFacts:
         if isinstance(expr, ast.Call):
             return id(expr) in self._dataloader_calls
         values = self.values_of(expr, at)
+        if values is None and isinstance(expr, ast.Name) and self.loader_parameter is not None:
+            return self.loader_parameter(self, expr, at)
         return bool(values) and all(
             isinstance(v, ast.Call) and id(v) in self._dataloader_calls for v, _ in values or ()
         )

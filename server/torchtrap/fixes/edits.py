@@ -46,12 +46,17 @@ def module_insertion_line(source: SourceText, tree: ast.Module) -> int:
     top import block: where a helper function goes."""
     line = 1
     for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
-            isinstance(stmt, ast.Expr)
-            and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str)
-            and stmt is tree.body[0]
-        ) or isinstance(stmt, ast.If) and _is_import_guard(stmt):
+        if (
+            isinstance(stmt, (ast.Import, ast.ImportFrom))
+            or (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+                and stmt is tree.body[0]
+            )
+            or isinstance(stmt, ast.If)
+            and _is_import_guard(stmt)
+        ):
             line = (stmt.end_lineno or stmt.lineno) + 1
         else:
             break

@@ -23,7 +23,9 @@ from typing import Any, ClassVar
 
 from torchtrap.config import Config, resolve_torch_version
 from torchtrap.facts import ModuleFacts
+from torchtrap.facts.remote import REMOTE_ATTR, same_file
 from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity
+from torchtrap.project.index import PENDING, NeedsProject, Project, _Pending
 from torchtrap.source import SourceText
 
 
@@ -59,14 +61,40 @@ class Context:
     """What a rule sees of one module."""
 
     def __init__(
-        self, source: SourceText, path: str, tree: ast.Module, facts: ModuleFacts, config: Config
+        self,
+        source: SourceText,
+        path: str,
+        tree: ast.Module,
+        facts: ModuleFacts,
+        config: Config,
+        project: Project | _Pending | None = None,
     ) -> None:
         self.source = source
         self.path = path
         self.tree = tree
         self.facts = facts
         self.config = config
+        self._project = project
         self._torch_version: tuple[int, ...] | None | bool = False
+
+    @property
+    def project(self) -> Project | None:
+        """Facts from the project's files (:mod:`torchtrap.project.index`).
+        Without an index (a lone file, stdin) it is a project of this one
+        module, made on first use, so evidence between functions of the
+        same file still counts; other files are then unknown. Raises
+        NeedsProject while ``check`` is still indexing: let it propagate,
+        the file is linted again."""
+        if self._project is PENDING:
+            raise NeedsProject(self.path)
+        if self._project is None:
+            from torchtrap.project.summary import summarize
+
+            stem = self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            module = stem if stem.isidentifier() and not self.path.startswith("<") else ""
+            own = summarize(self.tree, self.source, self.path, module, False, self.facts)
+            self._project = Project([own])
+        return self._project  # type: ignore[return-value]
 
     @property
     def text(self) -> str:
@@ -83,6 +111,11 @@ class Context:
         return self.source.node_range(node)
 
     def related(self, node: ast.AST, message: str) -> RelatedLocation:
+        # A node built from another file's summary carries that file's location.
+        remote: tuple[str, Range, str] | None = getattr(node, REMOTE_ATTR, None)
+        if remote is not None:
+            path = None if same_file(remote[0], self.path) else remote[0]
+            return RelatedLocation(remote[1], message, path=path)
         return RelatedLocation(self.range(node), message)
 
 

@@ -26,6 +26,7 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import enclosing_function, parent
+from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
 from torchtrap.findings import Edit, Finding, Fix, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import plan_worker_init, worker_init_edits
@@ -255,7 +256,12 @@ class StoredRngInDataset(Rule):
             for stored in flagged:
                 if id(stored.stmt) in seen:
                     continue  # a base class's generator, already reported
-                judgement = judge(datasets, view, self._status_for(datasets, view, stored.attr))
+                judgement = judge(
+                    datasets,
+                    view,
+                    self._status_for(datasets, view, stored.attr),
+                    remote_uses(self.ctx, view.name),
+                )
                 if judgement is None:
                     continue
                 seen.add(id(stored.stmt))
@@ -316,12 +322,25 @@ class StoredRngInDataset(Rule):
         init = loader.argument("worker_init_fn")
         if init is None:
             return LoaderStatus.COUNTS
+        if is_remote(loader):
+            return self._remote_status(loader, attr)
         fn = resolve_function(init, datasets, view)
         if fn is None:
             return LoaderStatus.UNCERTAIN
         if _rebuilds(fn, attr, datasets, view, 0):
             return LoaderStatus.IGNORED
         return LoaderStatus.COUNTS
+
+    def _remote_status(self, loader: DataLoaderCall, attr: str) -> LoaderStatus:
+        """A worker_init_fn in another file's DataLoader: ignored when the
+        index shows it re-creates or re-seeds ``<x>.dataset.<attr>``; a
+        function that only seeds the global generators does not count."""
+        project = self.ctx.project
+        found = remote_fact(loader, project) if project is not None else None
+        fn = project.function(found[1]) if project is not None and found and found[1] else None
+        if fn is None:
+            return LoaderStatus.UNCERTAIN
+        return LoaderStatus.IGNORED if attr in fn.rebuilds else LoaderStatus.COUNTS
 
     # -- reporting -----------------------------------------------------------
     def _finding(
@@ -365,6 +384,7 @@ class StoredRngInDataset(Rule):
             notes += [drawn, EPOCHS]
         if stored.kind is Kind.TORCH:
             notes.append(SPAWN_CRASH)
+        message = with_location(message, loaders)
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
         related += [self.ctx.related(stored.stmt, note) for note in notes]
         return self.finding(
@@ -382,6 +402,8 @@ class StoredRngInDataset(Rule):
             return []
         if not judgement.all_direct:
             return []  # inside a Subset: get_worker_info().dataset is the wrapper
+        if any(is_remote(lo) for lo in judgement.loaders):
+            return []  # a fix edits this file only
         if any(not _rebuildable(s) for s in flagged):
             return []
         plan = plan_worker_init(judgement.loaders, self.ctx.tree)

@@ -18,6 +18,7 @@ from torchtrap.facts.datasets import (
     resolve_function,
     worker_count,
 )
+from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
@@ -131,7 +132,12 @@ class NumpyGlobalRngLegacyTorch(Rule):
             draws = list(self._global_draws(view))
             if not draws:
                 continue
-            judgement = judge(datasets, view, self._status_for(datasets, view))
+            judgement = judge(
+                datasets,
+                view,
+                self._status_for(datasets, view),
+                remote_uses(self.ctx, view.name),
+            )
             if judgement is None:
                 continue
             for call in draws:
@@ -163,6 +169,15 @@ class NumpyGlobalRngLegacyTorch(Rule):
         self, datasets: DatasetFacts, view: DatasetView, loader: DataLoaderCall
     ) -> LoaderStatus:
         init = loader.argument("worker_init_fn")
+        if is_remote(loader):
+            # Another file: its worker_init_fn is taken as the seeding recipe
+            # (as below), and Lightning's seed_everything there counts too.
+            project = self.ctx.project
+            found = remote_fact(loader, project) if project is not None else None
+            summary = project.summary(found[0]) if project is not None and found else None
+            if init is not None or summary is None or summary.seeds_workers:
+                return LoaderStatus.IGNORED
+            return LoaderStatus.COUNTS
         if init is None:
             return LoaderStatus.IGNORED if self._lightning_seeds_workers() else LoaderStatus.COUNTS
         fn = resolve_function(init, datasets, view)
@@ -226,6 +241,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
             )
         else:
             message = f"`{spelled}` would draw the same numbers in every DataLoader worker {on}"
+        message = with_location(message, loaders)
         why = (
             f"numpy's global generator: torch {torch_text} does not seed it per DataLoader "
             "worker (torch >= 1.9 does), so under fork (the Linux default) every worker "
@@ -240,6 +256,8 @@ class NumpyGlobalRngLegacyTorch(Rule):
     def _fixes(self, judgement: Judgement) -> list[Fix]:
         if judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
             return []
+        if any(is_remote(lo) for lo in judgement.loaders):
+            return []  # a fix edits this file only
         plan = plan_worker_init(judgement.loaders, self.ctx.tree)
         if plan is None:
             return []

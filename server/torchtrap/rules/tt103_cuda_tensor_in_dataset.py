@@ -20,6 +20,7 @@ from torchtrap.facts.datasets import (
     self_stores,
 )
 from torchtrap.facts.index import enclosing_function, enclosing_statement, parent
+from torchtrap.facts.remote import is_remote, remote_uses, with_location
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -186,6 +187,21 @@ class CudaTensorInDataset(Rule):
             # Judged first: it is cheap, and most datasets run without
             # visible workers, which spares walking their methods.
             judgement = judge(datasets, view)
+            unseen = (
+                judgement.exposure is Exposure.INVISIBLE
+                if judgement is not None
+                else view.protocol and not datasets.uses(view)
+            )
+            if unseen:
+                # Only then ask the project (another file's DataLoaders), and
+                # only for a dataset that puts something on the GPU.
+                if next(iter(self._cuda_uses(view)), None) is None:
+                    continue
+                judgement = judge(
+                    datasets,
+                    view,
+                    remote=remote_uses(self.ctx, view.name),
+                )
             if judgement is None or judgement.exposure is Exposure.INVISIBLE:
                 continue
             uses = [u for u in self._cuda_uses(view) if id(u.call) not in reported]
@@ -296,6 +312,7 @@ class CudaTensorInDataset(Rule):
             runs = "may run" if may else "runs"
             message = f"{what}, which {runs} inside DataLoader workers"
             notes = [FORK_IN_WORKER, SPAWN_RETURN]
+        message = with_location(message, loaders)
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
         related += [self.ctx.related(use.call, note) for note in notes]
         return self.finding(
@@ -310,7 +327,7 @@ class CudaTensorInDataset(Rule):
         fixes: list[Fix] = []
         if judgement.exposure in (Exposure.WORKERS, Exposure.MAYBE):
             loaders = judgement.loaders
-            if all(can_set_no_workers(lo) for lo in loaders):
+            if all(can_set_no_workers(lo) and not is_remote(lo) for lo in loaders):
                 literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
                 applicability = Applicability.SAFE if literal_counts else Applicability.UNSAFE
                 source = self.ctx.source

@@ -6,6 +6,9 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.index import enclosing_function, parent
+from torchtrap.facts.remote import remote_node, remote_where
 from torchtrap.facts.tensors import TensorFacts, words
 from torchtrap.findings import (
     Applicability,
@@ -18,6 +21,7 @@ from torchtrap.findings import (
     unsafe_title,
 )
 from torchtrap.fixes import edits
+from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
@@ -55,6 +59,8 @@ KEEP_ZERO_FUNCTIONS = frozenset(
 )
 _ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 _MAX_DEPTH = 5
+# Qualified names that are never project code (no need to ask the project).
+FOREIGN = ("torch.", "numpy.", "math.", "scipy.", "jax.", "tensorflow.", "builtins.")
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,13 @@ class LogOfProbability(Rule):
             return replace(inner, complement=True)
         if isinstance(expr, ast.Name):
             reach = self.tensors.reaching(expr.id, at)
+            if reach is not None and not reach.mutated and len(reach.bindings) == 1:
+                fn = reach.bindings[0].stmt
+                if (
+                    isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and parent(fn) is self.ctx.tree
+                ):
+                    return self._parameter_probability(expr, at)  # a parameter
             if reach is None or not reach.complete or reach.mutated:
                 return None
             found = [
@@ -209,7 +222,7 @@ class LogOfProbability(Rule):
             inner = self._probability(call.args[0], at, depth + 1)
             return replace(inner, direct=False) if inner else None
         if qualname is not None:
-            return None
+            return self._project_result(func, call)
         if isinstance(func, ast.Attribute):
             if func.attr == "softmax":
                 return Probability("softmax", call, True, False, False)
@@ -221,6 +234,64 @@ class LogOfProbability(Rule):
         kind = self._module_kind(func, at)
         if kind is not None:
             return Probability(kind, call, False, False, True)
+        if isinstance(func, ast.Name) and func.id in self._module_names():
+            return self._project_result(func, call)
+        return None
+
+    # -- evidence from other files (ctx.project) --------------------------------
+    def _module_names(self) -> set[str]:
+        """Names this module defines at top level (functions, classes, assignments)."""
+        names: set[str] | None = self.__dict__.get("_names")
+        if names is None:
+            names = set()
+            for stmt in self.ctx.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(stmt.name)
+                elif isinstance(stmt, ast.Assign):
+                    names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            self.__dict__["_names"] = names
+        return names
+
+    def _project_result(self, func: ast.expr, call: ast.Call) -> Probability | None:
+        """A project function (or module instance) whose result is a
+        sigmoid/softmax: ``torch.log(probs(x))`` with ``probs`` in utils.py."""
+        qualname = self.ctx.facts.imports.qualname(func)
+        if qualname is not None and qualname.startswith(FOREIGN):
+            return None
+        dotted = dotted_name(func)
+        project = self.ctx.project if dotted is not None else None
+        ref = project.ref(self.ctx.path, dotted) if project and dotted else None
+        if project is None or ref is None:
+            return None
+        kind = project.probability_of(ref)
+        if kind is None:
+            return None
+        found = project.definition(ref)
+        if found is None:
+            return Probability(kind, call, False, False, True)
+        path, span = found
+        origin = remote_node(path, span, location(path, span, project.root))
+        return Probability(kind, origin, False, False, True)
+
+    def _parameter_probability(self, name: ast.Name, at: ast.AST) -> Probability | None:
+        """A parameter of a module-level function that a call site in the
+        project passes a sigmoid/softmax: ``bce(torch.sigmoid(z), y)``."""
+        fn = enclosing_function(at)
+        if fn is None or parent(fn) is not self.ctx.tree:
+            return None
+        positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+            return None
+        project = self.ctx.project
+        ref = project.ref(self.ctx.path, fn.name) if project is not None else None
+        if project is None or ref is None:
+            return None
+        index = positional.index(name.id) if name.id in positional else None
+        for arg in project.call_site_args(ref, index, keyword=name.id):
+            kind = project.arg_probability(arg)
+            if kind is not None:
+                node = remote_node(arg.path, arg.arg.span, arg.where(project.root))
+                return Probability(kind, node, False, False, True, via=name.id)
         return None
 
     def _module_kind(self, func: ast.expr, at: ast.AST) -> str | None:
@@ -242,6 +313,15 @@ class LogOfProbability(Rule):
             return "softmax"
         if qualname in SIGMOID_MODULES:
             return "sigmoid"
+        if (qualname is not None and not qualname.startswith(FOREIGN)) or (
+            isinstance(value.func, ast.Name) and value.func.id in self.ctx.facts.classes.classes
+        ):
+            # A module class of the project whose forward ends in a sigmoid/softmax.
+            project = self.ctx.project
+            dotted = dotted_name(value.func)
+            ref = project.ref(self.ctx.path, dotted) if project and dotted else None
+            if project is not None and ref is not None:
+                return project.module_class_output(ref)
         if qualname == "torch.nn.Sequential" and value.args:
             last = value.args[-1]
             if not isinstance(last, ast.Starred):
@@ -255,7 +335,12 @@ class LogOfProbability(Rule):
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} output"
         line_refs = []
-        if prob.via is not None:
+        where = remote_where(prob.call, self.ctx.path)
+        if where is not None and prob.via is not None:
+            what += f" passed at {where} (via `{prob.via}`)"
+        elif where is not None:
+            what += f" ({where})"
+        elif prob.via is not None:
             what += f" from {line_text(prob.call.lineno)} (via `{prob.via}`)"
             line_refs.append(prob.call.lineno)
         fix = self._rewrite_fix(call, arg, base, method_form, prob)
@@ -263,7 +348,9 @@ class LogOfProbability(Rule):
             fix = self._clamp_fix(call, arg, method_form)
         message = f"{log_text} of {what}: {self._consequence(prob)}"
         related = []
-        if not prob.direct and prob.call.lineno != call.lineno:
+        if where is not None:
+            related.append(self.ctx.related(prob.call, f"the {prob.kind} comes from here"))
+        elif not prob.direct and prob.call.lineno != call.lineno:
             related.append(self.ctx.related(prob.call, f"the {prob.kind} is computed here"))
         if prob.kind == "softmax" and not prob.complement:
             related.append(self.ctx.related(call, SOFTMAX_MEASURED))
@@ -443,6 +530,47 @@ class LogOfProbability(Rule):
         Valid(
             """
             import torch
+
+            def safe_probs(z):
+                return torch.sigmoid(z).clamp(1e-6, 1 - 1e-6)
+
+            def score(z):
+                return torch.log(safe_probs(z))
+            """,
+            note="the helper clamps what it returns",
+        ),
+        Valid(
+            """
+            import torch
+
+            def nll(p, y):
+                return -(y * torch.log(p)).mean()
+
+            loss = nll(torch.sigmoid(z).clamp(1e-6, 1), y)
+            """,
+            note="the call site passes a clamped probability",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 1)
+
+                def forward(self, x):
+                    return self.fc(x)
+
+            net = Net()
+            out = torch.log(net(x))
+            """,
+            note="a module class that ends in a Linear layer (logits, not probabilities)",
+        ),
+        Valid(
+            """
+            import torch
             import torch.nn.functional as F
 
             def loss(logits, target):
@@ -597,6 +725,52 @@ class LogOfProbability(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+
+            def probs(z):
+                return torch.sigmoid(z)
+
+            def score(z):
+                return torch.log(probs(z))
+            """,
+            line=8,
+            message_contains="a sigmoid output (line 4)",
+            note="a project function whose every return is a sigmoid",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def bce(y_pred, y):
+                return -(y * torch.log(y_pred)).mean()
+
+            loss = bce(torch.sigmoid(z), y)
+            """,
+            line=5,
+            message_contains="passed at line 7 (via `y_pred`)",
+            note="a call site passes a sigmoid to the parameter",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Discriminator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+
+                def forward(self, x):
+                    return self.body(x)
+
+            disc = Discriminator()
+            out = torch.log(disc(x))
+            """,
+            line=14,
+            note="a module class whose forward ends in nn.Sigmoid",
+        ),
         Invalid(
             """
             import torch

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
-from torchtrap.facts.index import ancestors, enclosing_scope
+from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.tensors import Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
-from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.rules.base import Context, Invalid, Rule, Valid
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -142,6 +143,7 @@ class DiscardedOutOfPlaceResult(Rule):
 
     def check(self) -> Iterable[Finding]:
         self.tensors = TensorFacts(self.ctx.facts)
+        self.tensors.loader_parameter = functools.partial(_loader_parameter, self.ctx)
         imports = self.ctx.facts.imports
         for stmt in self.ctx.facts.index.of(ast.Expr):
             call = stmt.value
@@ -321,6 +323,44 @@ class DiscardedOutOfPlaceResult(Rule):
         return False
 
     valid = (
+        Valid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def fit(loader, device):
+                for batch in loader:
+                    batch["x"].to(device)
+
+            fit(DataLoader(data, collate_fn=collate), "cuda")
+            """,
+            note="a collate_fn: the batch may hold objects whose .to() works in place",
+        ),
+        Valid(
+            """
+            import torch
+
+            def fit(loader, device):
+                for batch in loader:
+                    batch["x"].to(device)
+
+            fit([{"x": torch.zeros(1)}], "cuda")
+            """,
+            note="the parameter is given a list, not a DataLoader",
+        ),
+        Valid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def fit(model, loader, device):
+                for batch in loader:
+                    model.to(device)
+
+            fit(net, DataLoader(data), "cuda")
+            """,
+            note="module.to(device) stays silent however the module arrived",
+        ),
         Valid(
             """
             import torch
@@ -530,6 +570,34 @@ class DiscardedOutOfPlaceResult(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def fit(loader, device):
+                for t in loader:
+                    X, y = t["X"], t["y"]
+                    X.to(device)
+
+            fit(DataLoader(data, batch_size=8), "cuda")
+            """,
+            line=8,
+            message_contains="`X` is unchanged",
+            note="a batch item of a DataLoader that the call site passes as `loader`",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(data, batch_size=8)
+            for batch in loader:
+                batch[0].cuda()
+            """,
+            line=7,
+            note="an item of a whole batch (default collate: tensors)",
+        ),
         Invalid(
             """
             import torch
@@ -854,6 +922,28 @@ class DiscardedOutOfPlaceResult(Rule):
             note="not read afterwards: only the in-place twin is offered",
         ),
     )
+
+
+def _loader_parameter(ctx: Context, tensors: TensorFacts, name: ast.Name, at: ast.AST) -> bool:
+    """Whether ``name`` is a parameter of a module-level function whose
+    call sites in the project (``ctx.project``) pass it a DataLoader with
+    the default collate, and every tracked argument there does."""
+    fn = enclosing_function(at)
+    if fn is None or parent(fn) is not ctx.tree:
+        return False
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    reach = tensors.reaching(name.id, at)
+    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
+        return False  # rebound in the function
+    project = ctx.project
+    ref = project.ref(ctx.path, fn.name) if project is not None else None
+    if project is None or ref is None:
+        return False
+    index = positional.index(name.id) if name.id in positional else None
+    args = project.call_site_args(ref, index, keyword=name.id)
+    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
 
 def _expects_error(expr: ast.expr) -> bool:

@@ -1,0 +1,428 @@
+"""The project view rules see as ``ctx.project``: facts from other files.
+
+``ctx.project`` is a :class:`Project`, or None for a lone file or stdin
+(rules must keep working without it: no project means "unknown", never
+"no DataLoader anywhere"). Every reference is an absolute dotted name as
+Python would import it ("pkg.datasets.Noisy"); :meth:`Project.resolve`
+follows imports and ``__init__.py`` re-exports to where a name is defined,
+and returns None for anything outside the project (third-party, dynamic):
+unknown, not evidence.
+
+Typical use in a rule::
+
+    project = self.ctx.project              # may raise NeedsProject: let it
+    if project is not None:
+        ref = project.ref(self.ctx.path, view.name)        # "pkg.data.Noisy"
+        for use in project.dataloaders_loading(ref, exclude_path=self.ctx.path):
+            use.fact.workers, use.fact.argument("num_workers"), use.where()
+        for arg in project.call_site_args("pkg.losses.bce", 0):
+            arg.arg.kind, arg.where()
+        project.module_class_has_layers("pkg.models.Net", {"torch.nn.Dropout"})
+        project.module_class_output("pkg.models.Net")      # "sigmoid" / "softmax" / None
+        project.probability_of("pkg.models.disc")          # calling it gives a sigmoid?
+        project.function("pkg.utils.seed_worker")          # FunctionFact | None
+
+Accessing ``ctx.project`` while ``torchtrap check`` is still indexing
+raises :class:`NeedsProject`; the engine then lints that file again once
+the index is complete (only files whose rules asked pay twice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from torchtrap.project.summary import (
+    ArgFact,
+    CallSite,
+    ClassFact,
+    FunctionFact,
+    LoaderFact,
+    ModuleSummary,
+    Span,
+)
+
+_MAX_DEPTH = 12  # re-export chains and import cycles
+
+
+class NeedsProject(Exception):
+    """Raised by ``ctx.project`` while the project is still being indexed.
+    Rules must not catch it."""
+
+
+class _Pending:
+    """The value of ``ctx.project`` during ``check``'s first pass."""
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING = _Pending()
+
+
+@dataclass(frozen=True)
+class ProjectLoader:
+    """A DataLoader call somewhere in the project."""
+
+    path: str
+    fact: LoaderFact
+
+    def where(self, folder: str | None = None) -> str:
+        """``train.py:31``, relative to ``folder`` (e.g. ``Project.root``)."""
+        return location(self.path, self.fact.span, folder)
+
+
+@dataclass(frozen=True)
+class ProjectArg:
+    """An argument at a call site somewhere in the project."""
+
+    path: str
+    site: CallSite
+    arg: ArgFact
+
+    def where(self, folder: str | None = None) -> str:
+        return location(self.path, self.arg.span, folder)
+
+
+def location(path: str, span: Span, folder: str | None = None) -> str:
+    """``train.py:31``: the path relative to ``folder``."""
+    shown = path
+    if folder:
+        try:
+            shown = os.path.relpath(os.path.abspath(path), folder)
+        except ValueError:  # another drive on Windows
+            shown = path
+    return f"{shown.replace(os.sep, '/')}:{span.line}"
+
+
+def module_key(summary: ModuleSummary) -> str:
+    """The module name, or a stable dot-free key for a file that is not
+    importable (a script in a folder with a dash in its name)."""
+    if summary.module:
+        return summary.module
+    return "@" + hashlib.sha1(os.path.abspath(summary.path).encode()).hexdigest()[:12]
+
+
+class Project:
+    """Summaries of every indexed module and the queries rules ask of them."""
+
+    def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
+        self._by_path: dict[str, ModuleSummary] = {}
+        self.modules: dict[str, ModuleSummary] = {}
+        for summary in sorted(summaries, key=lambda s: s.path):
+            self._by_path[os.path.abspath(summary.path)] = summary
+            self.modules.setdefault(module_key(summary), summary)
+
+    @cached_property
+    def root(self) -> str:
+        """The deepest folder holding every indexed file (for short paths
+        in messages: ``train.py:31``, ``scripts/train.py:4``)."""
+        folders = {os.path.dirname(p) for p in self._by_path}
+        try:
+            return os.path.commonpath(sorted(folders)) if folders else ""
+        except ValueError:  # paths on different drives
+            return ""
+
+    def updated(self, path: str, summary: ModuleSummary | None) -> Project:
+        """A new project with the file at ``path`` summarised anew (None:
+        removed). For an editor: the old project stays valid for readers."""
+        key = os.path.abspath(path)
+        rest = [s for p, s in self._by_path.items() if p != key]
+        return Project(rest + ([summary] if summary is not None else []))
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+    def __iter__(self) -> Iterator[ModuleSummary]:
+        return iter(self._by_path.values())
+
+    # -- modules and names -----------------------------------------------------
+    def summary(self, path: str) -> ModuleSummary | None:
+        """The summary of the file at ``path``."""
+        return self._by_path.get(os.path.abspath(path))
+
+    def ref(self, path: str, name: str) -> str | None:
+        """The absolute reference of a module-level ``name`` (dotted names
+        allowed: ``data.Noisy``) as the file at ``path`` sees it, resolved
+        to where it is defined; None when unknown."""
+        summary = self.summary(path)
+        if summary is None:
+            return None
+        head, _, rest = name.partition(".")
+        if summary.defines(head):
+            base = f"{module_key(summary)}.{head}"
+        elif head in summary.imports:
+            base = summary.imports[head]
+        else:
+            return None
+        return self.resolve(f"{base}.{rest}" if rest else base, path)
+
+    def resolve(self, ref: str, importer: str | None = None, _depth: int = 0) -> str | None:
+        """Where ``ref`` is defined ("pkg.Noisy" → "pkg.data.Noisy" through
+        ``pkg/__init__.py``'s ``from .data import Noisy``); a module resolves
+        to itself. None for anything the project does not define."""
+        if _depth > _MAX_DEPTH:
+            return None  # an import cycle
+        parts = ref.split(".")
+        for i in range(len(parts), 0, -1):
+            summary = self._module(".".join(parts[:i]), importer)
+            if summary is None:
+                continue
+            rest = parts[i:]
+            key = module_key(summary)
+            if not rest:
+                return key
+            name = rest[0]
+            tail = "." + ".".join(rest[1:]) if rest[1:] else ""
+            if summary.defines(name):
+                return f"{key}.{name}{tail}"
+            if name in summary.imports:
+                target = summary.imports[name] + tail
+                if target == ref:
+                    return None
+                return self.resolve(target, summary.path, _depth + 1)
+            for star in summary.star_imports:
+                found = self.resolve(f"{star}.{'.'.join(rest)}", summary.path, _depth + 1)
+                if found is not None:
+                    return found
+            return None
+        return None
+
+    def _module(self, name: str, importer: str | None) -> ModuleSummary | None:
+        found = self.modules.get(name)
+        if found is not None or importer is None:
+            return found
+        # A script's own folder is on sys.path: `from model import Net` next to it.
+        folder = os.path.dirname(os.path.abspath(importer))
+        rel = name.replace(".", os.sep)
+        for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
+            found = self._by_path.get(os.path.join(folder, candidate))
+            if found is not None:
+                return found
+        return None
+
+    def _split(self, ref: str) -> tuple[ModuleSummary, str] | None:
+        module, _, name = ref.rpartition(".")
+        summary = self.modules.get(module)
+        return (summary, name) if summary is not None else None
+
+    def definition(self, ref: str) -> tuple[str, Span] | None:
+        """(path, span) of the class, function or module-level name ``ref``
+        (resolved) is defined at; None when not in the project."""
+        found = self._split(ref)
+        if found is None:
+            return None
+        summary, name = found
+        fact = summary.functions.get(name) or summary.classes.get(name)
+        if fact is not None:
+            return summary.path, fact.span
+        return (summary.path, Span(1, 0, 1, 0)) if summary.defines(name) else None
+
+    # -- classes and functions -------------------------------------------------
+    def class_fact(self, ref: str) -> tuple[ModuleSummary, ClassFact] | None:
+        """The class a resolved reference names, with its module's summary."""
+        found = self._split(ref)
+        if found is None or found[1] not in found[0].classes:
+            return None
+        return found[0], found[0].classes[found[1]]
+
+    def function(self, ref: str) -> FunctionFact | None:
+        """The top-level function a resolved reference names."""
+        found = self._split(ref)
+        return found[0].functions.get(found[1]) if found is not None else None
+
+    def bases(self, ref: str) -> list[str | None]:
+        """A class's bases, resolved where the project defines them (third-
+        party bases stay as imported: "torch.utils.data.Dataset"; None for a
+        base we cannot name)."""
+        found = self.class_fact(ref)
+        if found is None:
+            return []
+        summary, fact = found
+        return [self.resolve(b, summary.path) or b if b else None for b in fact.bases]
+
+    def derives_from(self, ref: str, qualnames: Iterable[str]) -> bool | None:
+        """True when the class derives from one of ``qualnames`` through
+        project classes; None when a base is unknown and it does not."""
+        wanted = set(qualnames)
+        unknown = False
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            for base in self.bases(current):
+                if base is None:
+                    unknown = True
+                elif base in wanted:
+                    return True
+                elif self.class_fact(base) is not None:
+                    todo.append(base)
+                else:
+                    unknown = True
+        return None if unknown else False
+
+    @cached_property
+    def _children(self) -> dict[str, list[str]]:
+        children: dict[str, list[str]] = {}
+        for summary in self:
+            key = module_key(summary)
+            for name in summary.classes:
+                ref = f"{key}.{name}"
+                for base in self.bases(ref):
+                    if base is not None:
+                        children.setdefault(base, []).append(ref)
+        return children
+
+    def subclasses(self, ref: str) -> set[str]:
+        """``ref`` and every project class deriving from it."""
+        found = {ref}
+        todo = [ref]
+        while todo:
+            for child in self._children.get(todo.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
+
+    def module_class_has_layers(self, ref: str, qualnames: Iterable[str]) -> bool | None:
+        """Whether the module class (or a project base) builds one of the
+        ``torch.nn`` layers in ``qualnames`` in ``__init__``; None when the
+        class is not in the project."""
+        wanted = set(qualnames)
+        if self.class_fact(ref) is None:
+            return None
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop()
+            found = self.class_fact(current)
+            if found is None or current in seen:
+                continue
+            seen.add(current)
+            if wanted & set(found[1].layers):
+                return True
+            todo.extend(b for b in self.bases(current) if b)
+        return False
+
+    def module_class_output(self, ref: str) -> str | None:
+        """ "sigmoid"/"softmax" when the module class's ``forward`` ends in
+        one (also through a project base's ``forward``); None when not or
+        unknown."""
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop(0)
+            found = self.class_fact(current)
+            if found is None or current in seen:
+                continue
+            seen.add(current)
+            if "forward" in found[1].methods:
+                return found[1].output
+            todo.extend(b for b in self.bases(current) if b)
+        return None
+
+    def probability_of(self, ref: str, importer: str | None = None) -> str | None:
+        """ "sigmoid"/"softmax" when calling what ``ref`` names gives one: a
+        function whose every ``return`` is one, a module class ending in
+        one, or a module-level instance of such a class; None otherwise."""
+        resolved = self.resolve(ref, importer)
+        if resolved is None:
+            return None
+        function = self.function(resolved)
+        if function is not None:
+            return function.returns if function.returns in ("sigmoid", "softmax") else None
+        if self.class_fact(resolved) is not None:
+            return None  # calling the class builds the module, not its output
+        found = self._split(resolved)
+        if found is not None and found[1] in found[0].instances:
+            cls = self.resolve(found[0].instances[found[1]], found[0].path)
+            return self.module_class_output(cls) if cls is not None else None
+        return None
+
+    def arg_probability(self, arg: ProjectArg) -> str | None:
+        """ "sigmoid"/"softmax" when the argument at a call site is one."""
+        kind = arg.arg.kind
+        if kind in ("sigmoid", "softmax"):
+            return kind
+        if kind.startswith("call:"):
+            return self.probability_of(kind[5:], arg.path)
+        return None
+
+    # -- DataLoaders and call sites ------------------------------------------
+    def dataloaders(self) -> Iterator[ProjectLoader]:
+        for summary in self:
+            for fact in summary.dataloaders:
+                yield ProjectLoader(summary.path, fact)
+
+    @cached_property
+    def _loaders_by_dataset(self) -> dict[str, list[ProjectLoader]]:
+        found: dict[str, list[ProjectLoader]] = {}
+        for summary in self:
+            for fact in summary.dataloaders:
+                if fact.dataset is None:
+                    continue
+                ref = self.resolve(fact.dataset, summary.path)
+                if ref is not None:
+                    found.setdefault(ref, []).append(ProjectLoader(summary.path, fact))
+        return found
+
+    def dataloaders_loading(
+        self, class_ref: str, *, exclude_path: str | None = None
+    ) -> list[ProjectLoader]:
+        """DataLoaders anywhere in the project that get an instance of the
+        class (or of a project subclass), in path and line order."""
+        excluded = os.path.abspath(exclude_path) if exclude_path else None
+        out = [
+            use
+            for ref in self.subclasses(class_ref)
+            for use in self._loaders_by_dataset.get(ref, ())
+            if excluded is None or os.path.abspath(use.path) != excluded
+        ]
+        return sorted(out, key=lambda u: (u.path, u.fact.span.line, u.fact.span.col))
+
+    @cached_property
+    def _sites_by_callee(self) -> dict[str, list[tuple[str, CallSite]]]:
+        found: dict[str, list[tuple[str, CallSite]]] = {}
+        for summary in self:
+            for site in summary.call_sites:
+                ref = self.resolve(site.callee, summary.path)
+                if ref is not None:
+                    found.setdefault(ref, []).append((summary.path, site))
+        return found
+
+    def call_site_args(
+        self, func_ref: str, index: int | None = None, keyword: str | None = None
+    ) -> list[ProjectArg]:
+        """The tracked arguments (see :class:`ArgFact`; today DataLoaders)
+        passed to ``func_ref``'s parameter at position ``index`` or named
+        ``keyword`` at every call site in the project."""
+        out: list[ProjectArg] = []
+        for path, site in self._sites_by_callee.get(func_ref, ()):
+            for arg in site.args:
+                if (index is not None and arg.index == index) or (
+                    keyword is not None and arg.keyword == keyword
+                ):
+                    out.append(ProjectArg(path, site, arg))
+        return out
+
+    def call_sites(self, func_ref: str) -> list[tuple[str, CallSite]]:
+        """Every call site of ``func_ref`` that passes a tracked argument."""
+        return list(self._sites_by_callee.get(func_ref, ()))
+
+    # -- identity --------------------------------------------------------------
+    @cached_property
+    def digest(self) -> str:
+        """Changes whenever any summary changes (cache key of findings that
+        depend on other files)."""
+        h = hashlib.blake2b(digest_size=16)
+        for summary in self:
+            # repr, not pickle: pickle's bytes depend on object identity
+            # (memo), and a summary read from the cache must hash the same.
+            h.update(repr(summary).encode("utf-8", "replace"))
+        return h.hexdigest()

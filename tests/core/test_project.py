@@ -1,0 +1,118 @@
+"""The project index: summaries, import resolution, the view rules query."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from torchtrap.config import load_config
+from torchtrap.engine import analyse, lint
+from torchtrap.project import (
+    PENDING,
+    SUMMARY_VERSION,
+    Project,
+    module_for,
+    project_files,
+    summarize_source,
+)
+
+PROJECTS = Path(__file__).resolve().parent.parent / "projects"
+
+
+def index(root: Path) -> Project:
+    config = load_config(root)
+    summaries = []
+    for path in project_files(root, config):
+        summary = summarize_source(path.read_bytes(), str(path), module_for(path, config))
+        assert summary is not None
+        summaries.append(summary)
+    return Project(summaries)
+
+
+def test_summaries_are_plain_versioned_data() -> None:
+    project = index(PROJECTS / "flat")
+    for summary in project:
+        assert summary.version == SUMMARY_VERSION
+        assert pickle.loads(pickle.dumps(summary)) == summary
+
+
+def test_script_siblings_resolve() -> None:
+    root = PROJECTS / "flat"
+    project = index(root)
+    train = str(root / "train.py")
+    assert project.ref(train, "Noisy") == "datasets.Noisy"
+    assert project.ref(train, "DataLoader") is None  # third-party: unknown
+    uses = project.dataloaders_loading("datasets.Noisy")
+    assert [(Path(u.path).name, u.fact.workers, u.fact.argument("num_workers")) for u in uses] == [
+        ("train.py", "some", "4")
+    ]
+    assert uses[0].where(project.root) == "train.py:5"
+    assert project.function("utils.reseed_dataset").rebuilds == ("rng",)  # type: ignore[union-attr]
+    assert project.function("utils.seed_globals").rebuilds == ()  # type: ignore[union-attr]
+
+
+def test_module_classes() -> None:
+    project = index(PROJECTS / "flat")
+    assert project.module_class_has_layers("models.Discriminator", {"torch.nn.Dropout"})
+    assert not project.module_class_has_layers("models.Discriminator", {"torch.nn.BatchNorm1d"})
+    assert project.module_class_has_layers("models.Missing", {"torch.nn.Dropout"}) is None
+    assert project.module_class_output("models.Discriminator") == "sigmoid"
+    assert project.probability_of("train.disc") == "sigmoid"  # a module-level instance
+    assert project.probability_of("utils.probs") == "sigmoid"
+    assert project.probability_of("utils.safe_probs") is None  # clamped
+    assert project.derives_from("datasets.Noisy", {"torch.utils.data.Dataset"})
+
+
+def test_src_layout_and_import_as() -> None:
+    root = PROJECTS / "srclayout"
+    project = index(root)
+    assert project.summary(str(root / "src/vision/data/crops.py")).module == "vision.data.crops"  # type: ignore[union-attr]
+    # `import vision.data as vd` and `vd.Crops()`, re-exported by vision/data/__init__.py
+    assert project.resolve("vision.data.Crops") == "vision.data.crops.Crops"
+    uses = project.dataloaders_loading("vision.data.crops.Crops")
+    assert [Path(u.path).name for u in uses] == ["train.py"]
+
+
+def test_relative_imports_star_reexports() -> None:
+    root = PROJECTS / "relpkg"
+    project = index(root)
+    assert project.resolve("toolkit.Stream") == "toolkit.data.streams.Stream"
+    assert project.resolve("toolkit.make_loader") == "toolkit.loaders.make_loader"
+    assert len(project.dataloaders_loading("toolkit.data.streams.Stream")) == 1
+    # `from fancy.streams import Other`: a third-party class of the same name
+    assert project.dataloaders_loading("toolkit.data.streams.Other") == []
+
+
+def test_import_cycles_and_self_reexports_terminate(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.a import X\nfrom pkg.b import Y\n")
+    (tmp_path / "pkg" / "a.py").write_text("from pkg.b import X\n")
+    (tmp_path / "pkg" / "b.py").write_text("from pkg.a import X\nfrom pkg import Y\n")
+    project = index(tmp_path)
+    assert project.resolve("pkg.X") is None
+    assert project.resolve("pkg.Y") is None
+
+
+def test_relative_import_above_top_package_is_unknown(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("from ...far import thing\nfrom . import near\n")
+    project = index(tmp_path)
+    assert project.summary(str(tmp_path / "m.py")).imports == {}  # type: ignore[union-attr]
+
+
+def test_pending_project_asks_for_a_second_pass() -> None:
+    root = PROJECTS / "flat"
+    path = root / "datasets.py"
+    config = load_config(root)
+    first = analyse(
+        path.read_text(), str(path), config, project=PENDING, module=("datasets", False)
+    )
+    assert first.needs_project and first.findings == [] and first.summary is not None
+    alone = lint(path.read_text(), str(path), config)
+    assert {f.code for f in alone} == {"TT101"}  # no DataLoader visible: warnings only
+
+
+@pytest.mark.parametrize("bad", ["def broken(:\n", "\x00", b"\xff\xfe\x00bad"])
+def test_unparsable_source_has_no_summary(bad: str | bytes) -> None:
+    assert summarize_source(bad, "x.py", ("x", False)) is None

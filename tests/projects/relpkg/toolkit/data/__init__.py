@@ -1,0 +1,1 @@
+from .streams import *  # noqa: F403

@@ -1,0 +1,3 @@
+from .crops import Crops
+
+__all__ = ["Crops"]
