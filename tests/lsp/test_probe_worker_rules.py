@@ -1,6 +1,7 @@
 """The language server's "confirmed by the probe" note reaches the worker
 rules: a CPU probe run of `iterable-duplicates` confirms TT105, and the TT105
-finding in an open document then carries the measured evidence."""
+finding in an open document then says so, with the measured evidence as
+related information."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ async def test_probe_confirms_tt105_in_the_editor(root: Path) -> None:
     async with session(root) as h:
         uri = h.open("stream.py", example.read_text(encoding="utf-8"))
         (before,) = [d for d in await h.diagnostics(uri, 1) if d.code == "TT105"]
-        assert "confirmed on this machine" not in before.message
+        assert "(confirmed here)" not in before.message
         mark = len(h.publishes)
         result = await h.client.workspace_execute_command_async(
             types.ExecuteCommandParams(
@@ -32,5 +33,9 @@ async def test_probe_confirms_tt105_in_the_editor(root: Path) -> None:
         if rules.get("TT105", {}).get("verdict") != "confirmed":
             pytest.skip("the probe did not confirm TT105 on this machine")
         (after,) = [d for d in await h.diagnostics(uri, 1, after=mark) if d.code == "TT105"]
-        assert after.message.startswith(before.message)
-        assert "(confirmed on this machine by the GPU probe: 10 items, 2 workers" in after.message
+        assert after.message == f"{before.message} (confirmed here)"
+        notes = [r.message for r in after.related_information or []]
+        assert any(
+            n.startswith("the GPU probe on this machine: ") and "10 items, 2 workers" in n
+            for n in notes
+        ), notes
