@@ -1,0 +1,59 @@
+"""Property tests over generated and mutated programs (see strategies.py
+for the inputs and the profiles, properties.py for what is checked)."""
+
+from __future__ import annotations
+
+import hypothesmith
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz.properties import CONFIG, check_bytes, check_findings, check_text, no_rule_failures
+from tests.fuzz.strategies import PROFILE, cells, mutated_bytes, mutated_source, scaled
+from torchtrap.notebook import fix_cells, lint_cells
+from torchtrap.rules import ALL_RULES
+
+
+@PROFILE
+@given(mutated_source())
+def test_mutated_sources(text: str) -> None:
+    check_text(text)
+
+
+@scaled(0.5)
+@given(mutated_bytes())
+def test_mutated_bytes(data: bytes) -> None:
+    check_bytes(data)
+
+
+@scaled(0.25)
+@given(hypothesmith.from_grammar() | hypothesmith.from_node())
+def test_generated_programs(text: str) -> None:
+    check_text(text)
+
+
+@scaled(0.25)
+@given(st.text(max_size=200))
+def test_arbitrary_text(text: str) -> None:
+    check_text(text, fixes=False)
+
+
+@scaled(0.5)
+@given(cells())
+def test_notebook_cells(texts: list[str]) -> None:
+    with no_rule_failures():
+        result = lint_cells(texts, "fuzz.ipynb", CONFIG)
+        for finding in result.findings:
+            located = result.module.to_cell(finding.range.start)
+            assert located is not None or finding.is_syntax_error, finding
+        fixed, _ = fix_cells(texts, "fuzz.ipynb", CONFIG, unsafe=True)
+        again, count = fix_cells(fixed, "fuzz.ipynb", CONFIG, unsafe=True)
+    assert (again, count) == (fixed, 0)
+    check_findings(result.module.source, [f for f in result.findings if not f.is_syntax_error])
+
+
+def test_every_rule_is_fuzzed() -> None:
+    from tests.fuzz.strategies import SEEDS, SNIPPETS
+
+    # Each rule contributes seeds (its examples) and snippets to splice in.
+    assert len(SEEDS) >= sum(len(r.valid) + len(r.invalid) for r in ALL_RULES)
+    assert SNIPPETS
