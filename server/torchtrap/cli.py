@@ -132,7 +132,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             for p in missing:
                 print(f"torchtrap: error: {p}: no such file or folder", file=sys.stderr)
             return EXIT_ERROR
-        tasks = [(str(f), configs(f.parent), None) for f in iter_python_files(paths, configs)]
+        files = iter_python_files(paths, configs, force_exclude=args.force_exclude)
+        tasks = [(str(f), configs(f.parent), None) for f in files]
 
     for warning in configs.warnings:
         print(f"torchtrap: warning: {warning}", file=sys.stderr)
@@ -281,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--torch-version", metavar="X.Y", help="the project's torch version (overrides detection)"
     )
     check.add_argument("--stdin-filename", metavar="PATH", help="the file name to report for stdin")
+    check.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply `exclude` to files named on the command line too (for pre-commit)",
+    )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.set_defaults(func=cmd_check)
 

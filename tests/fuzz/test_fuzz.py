@@ -3,12 +3,18 @@ for the inputs and the profiles, properties.py for what is checked)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import tempfile
+from pathlib import Path
+
 import hypothesmith
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.properties import CONFIG, check_bytes, check_findings, check_text, no_rule_failures
 from tests.fuzz.strategies import PROFILE, cells, mutated_bytes, mutated_source, scaled
+from torchtrap import cli
 from torchtrap.notebook import fix_cells, lint_cells
 from torchtrap.rules import ALL_RULES
 
@@ -57,3 +63,21 @@ def test_every_rule_is_fuzzed() -> None:
     # Each rule contributes seeds (its examples) and snippets to splice in.
     assert len(SEEDS) >= sum(len(r.valid) + len(r.invalid) for r in ALL_RULES)
     assert SNIPPETS
+
+
+@settings(PROFILE, max_examples=3 if PROFILE.max_examples < 100 else 30)
+@given(st.lists(mutated_bytes() | mutated_source().map(str.encode), min_size=30, max_size=40))
+def test_check_serial_and_parallel_agree(files: list[bytes]) -> None:
+    # check -j 1 lints in process; -j 2 in a pool (findings and fixes pickled).
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, data in enumerate(files):
+            Path(tmp, f"m{i}.py").write_bytes(data)
+        outputs = []
+        for jobs in ("1", "2"):
+            for mode in (["--format", "json"], ["--diff", "--unsafe-fixes"]):
+                out, err = io.StringIO(), io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    code = cli.main(["check", tmp, "-j", jobs, "--color", "never", *mode])
+                assert code in (0, 1), err.getvalue()
+                outputs.append(out.getvalue())
+    assert outputs[:2] == outputs[2:]
