@@ -12,6 +12,7 @@ from torchtrap.findings import Position, Range
 
 _CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 
 
 def split_lines(text: str) -> list[str]:
@@ -80,6 +81,12 @@ class SourceText:
     text: str
     lines: list[str] = field(init=False)
     _starts: list[int] | None = field(default=None, init=False, repr=False)
+    # line -> (byte offset of each non-ASCII character, extra bytes up to and
+    # including it): a column costs a bisect, not a re-encode of the line
+    # (quadratic on a minified one-line file).
+    _wide: dict[int, tuple[list[int], list[int]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.lines = split_lines(self.text)
@@ -93,7 +100,22 @@ class SourceText:
         line = self.line(lineno)
         if line.isascii():
             return byte_col
-        return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        wide = self._wide.get(lineno)
+        if wide is None:
+            offsets, extras, extra = [], [], 0
+            for match in _NON_ASCII_RE.finditer(line):
+                offsets.append(match.start() + extra)
+                extra += len(match.group().encode("utf-8", "surrogatepass")) - 1
+                extras.append(extra)
+            wide = self._wide[lineno] = (offsets, extras)
+        offsets, extras = wide
+        before = bisect.bisect_left(offsets, byte_col)  # characters starting before it
+        if before == 0:
+            return byte_col
+        # Inside a character (never from ``ast``): that character's column.
+        start = offsets[before - 1]
+        column = byte_col - extras[before - 1]
+        return max(column, start - (extras[before - 2] if before > 1 else 0) + 1)
 
     def position(self, lineno: int, byte_col: int) -> Position:
         return Position(lineno, self.column(lineno, byte_col))
