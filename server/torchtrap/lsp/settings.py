@@ -31,6 +31,10 @@ log = logging.getLogger("torchtrap.lsp")
 DEFAULT_DEBOUNCE_MS = 150
 DEFAULT_PROBE_TIMEOUT = 120.0
 DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
+# Bigger files (UTF-8 bytes; a notebook's code cells together) are not
+# linted as you type: ~1.5 s for 1 MB on a loaded laptop core, see
+# docs/benchmarks.md. 0: no limit.
+DEFAULT_MAX_FILE_SIZE = 1_000_000
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
 
 
@@ -47,6 +51,7 @@ class Settings:
     torch_version: str | None = None
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     docs_base_url: str = DEFAULT_DOCS_BASE_URL
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -93,6 +98,7 @@ class Settings:
             "torchVersion": self.torch_version,
             "debounceMs": self.debounce_ms,
             "docsBaseUrl": self.docs_base_url,
+            "maxFileSize": self.max_file_size,
         }
 
 
@@ -157,6 +163,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
     debounce = raw.get("debounceMs")
     if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
         values["debounce_ms"] = int(debounce)
+    if "maxFileSize" in raw:
+        size = raw["maxFileSize"]
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and size >= 0:
+            values["max_file_size"] = int(size)
+        elif size is not None:
+            problems.append("torchtrap.maxFileSize must be a number of bytes (0: no limit)")
     docs = raw.get("docsBaseUrl")
     if isinstance(docs, str) and docs.strip():
         values["docs_base_url"] = docs.strip()
