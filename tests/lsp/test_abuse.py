@@ -254,8 +254,8 @@ def _start_probe(raw: RawClient, root: Path) -> list[psutil.Process]:
 
 
 def _assert_all_exit(processes: list[psutil.Process]) -> None:
-    _, alive = psutil.wait_procs(processes, timeout=10)
-    assert not alive, [p.info if hasattr(p, "info") else p for p in alive]
+    _, alive = psutil.wait_procs(processes, timeout=2)  # the bound: no orphans
+    assert not alive, alive
 
 
 @pytest.mark.slow

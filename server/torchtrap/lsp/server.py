@@ -13,6 +13,7 @@ hover, which therefore never re-lint an unchanged document.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import gc
 import json
@@ -504,12 +505,16 @@ class TorchTrapServer(LanguageServer):
         self.carry.moved(uri, shift)
 
     def abandon(self, grace_s: float = 1.0) -> None:
-        """The client is gone (stdin closed, or its process exited): stop
-        every probe (each kills its process group within a poll interval),
-        give them ``grace_s`` to do so, and end the process without waiting
-        for a lint in progress. Callable from any thread."""
+        """The client is gone (stdin closed, or its process exited): kill
+        every probe's process group, give the probe threads ``grace_s`` to
+        wind down, and end the process without waiting for a lint in
+        progress. Callable from any thread."""
         for event in list(self.probe_cancels.values()):
             event.set()
+        with contextlib.suppress(ImportError):
+            from torchtrap.probe.runner import kill_running
+
+            kill_running()  # now: the watching threads may be mid-poll
         deadline = time.monotonic() + grace_s
         while self.probe_cancels and time.monotonic() < deadline:
             time.sleep(0.02)
