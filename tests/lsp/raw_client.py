@@ -102,13 +102,19 @@ class RawClient:
         return message["params"]["diagnostics"]
 
     # -- session -------------------------------------------------------------
-    def initialize(self, root: Path, process_id: int | None = None, **options: Any) -> None:
+    def initialize(
+        self,
+        root: Path,
+        process_id: int | None = None,
+        capabilities: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
         msg_id = self.request(
             "initialize",
             {
                 "processId": process_id,
                 "rootUri": root.as_uri(),
-                "capabilities": {},
+                "capabilities": capabilities or {},
                 "initializationOptions": {"debounceMs": 20, **options},
             },
         )

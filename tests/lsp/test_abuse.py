@@ -277,3 +277,52 @@ def test_client_process_gone_ends_server_and_probe(raw: RawClient, root: Path) -
         parent.kill()
         parent.wait()
     _assert_all_exit(processes)  # stdin stays open: the process id alone tells
+
+
+def _apply_lsp_edits(text: str, edits: list[dict[str, Any]]) -> str:
+    """Client side, independent of the server: LSP lines end at "\\r\\n",
+    "\\r" or "\\n"; ASCII text, so characters are string indices."""
+    starts, i = [0], 0
+    while i < len(text):
+        if text[i] == "\r" and text[i + 1 : i + 2] == "\n":
+            i += 1
+        if text[i] in "\r\n":
+            starts.append(i + 1)
+        i += 1
+
+    def offset(pos: dict[str, int]) -> int:
+        return starts[pos["line"]] + pos["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        rng = edit["range"]
+        text = text[: offset(rng["start"])] + edit["newText"] + text[offset(rng["end"]) :]
+    return text
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_lone_cr_positions_and_fix(raw: RawClient, root: Path, ending: str) -> None:
+    # Lone "\r" ends a line for LSP and for Python: the finding is on line 3
+    # (0-based), and its fix lands there, keeping the file's line endings.
+    resolve = {"codeAction": {"resolveSupport": {"properties": ["edit"]}, "dataSupport": True}}
+    raw.initialize(root, capabilities={"textDocument": resolve})
+    lines = ["import torch", "", "def f(x):", "    return torch.log(torch.softmax(x, 0))", ""]
+    text = ending.join(lines)
+    uri = (root / "cr.py").as_uri()
+    raw.open(uri, text)
+    (diagnostic,) = raw.diagnostics(uri, 1)
+    assert diagnostic["range"]["start"] == {"line": 3, "character": 11}
+    msg_id = raw.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": diagnostic["range"],
+            "context": {"diagnostics": [diagnostic], "only": ["quickfix"]},
+        },
+    )
+    (action, *_) = raw.response(msg_id)["result"]
+    action = raw.response(raw.request("codeAction/resolve", action))["result"]
+    edits = [e for edits in action["edit"].get("changes", {}).values() for e in edits]
+    for change in action["edit"].get("documentChanges", []):
+        edits += change["edits"]
+    fixed = _apply_lsp_edits(text, edits)
+    assert fixed == text.replace("torch.log(torch.softmax(x, 0))", "torch.log_softmax(x, 0)")
