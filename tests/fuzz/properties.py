@@ -3,16 +3,15 @@ hypothesis tests and the regression tests share them)."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import logging
-import warnings
 from collections.abc import Iterator, Sequence
 
 from torchtrap.config import Config
 from torchtrap.engine import fix_source, lint
 from torchtrap.findings import Finding, Range
 from torchtrap.fixes.apply import apply_edits
+from torchtrap.notebook import _parses as parses  # ast.parse, warnings off: True/False
 from torchtrap.rules import ALL_RULES
 from torchtrap.source import UndecodableSource, decode_source
 
@@ -49,16 +48,6 @@ def _exc(record: logging.LogRecord) -> str:
     import traceback
 
     return "\n" + "".join(traceback.format_exception(*record.exc_info))
-
-
-def parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 def reference_lines(text: str) -> list[str]:

@@ -102,6 +102,16 @@ def _mutation(text: str) -> st.SearchStrategy[str]:
         i, indent, snippet = args
         return "\n".join([*lines[:i], indent + snippet, *lines[i:]])
 
+    def insert_aligned(args: tuple[int, str]) -> str:
+        # At the indentation the line there has (one level deeper after a
+        # ":"), so that the program most often still parses and gets linted.
+        i, snippet = args
+        above = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        indent = above[: len(above) - len(above.lstrip())]
+        if above.rstrip().endswith(":"):
+            indent += "    "
+        return "\n".join([*lines[:i], indent + snippet, *lines[i:]])
+
     def at_offset(args: tuple[int, str]) -> str:
         i, piece = args
         return text[:i] + piece + text[i:]
@@ -125,6 +135,8 @@ def _mutation(text: str) -> st.SearchStrategy[str]:
         st.tuples(
             st.integers(0, n), st.sampled_from(INDENTS), st.sampled_from(SNIPPETS or ["pass"])
         ).map(insert),
+        st.tuples(st.integers(0, n), st.sampled_from(SNIPPETS or ["pass"])).map(insert_aligned),
+        st.tuples(st.integers(0, n), st.sampled_from(SNIPPETS or ["pass"])).map(insert_aligned),
         offset.map(lambda i: text[:i]),  # truncated (a save mid-write, a paste)
         st.tuples(offset, st.sampled_from(ODD_TEXT) | st.text(max_size=3)).map(at_offset),
         st.sampled_from(["\r\n", "\r", "\n\r", "\r\r\n"]).map(line_endings),
@@ -132,6 +144,25 @@ def _mutation(text: str) -> st.SearchStrategy[str]:
         st.just(text.replace("    ", "\t")),
         st.tuples(st.integers(0, 1000), st.sampled_from(IDENTIFIERS)).map(rename),
     )
+
+
+@st.composite
+def pitfall_programs(draw: st.DrawFn) -> str:
+    """A seed with pitfall statements spliced in at matching indentation and
+    layout changes that keep it valid: most of these parse and have findings
+    with fixes (the mutated sources above are mostly broken code)."""
+    lines = draw(st.sampled_from(SEEDS)).split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines)))
+        above = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        indent = above[: len(above) - len(above.lstrip())]
+        if above.rstrip().endswith(":"):
+            indent += "    "
+        lines.insert(i, indent + draw(st.sampled_from(SNIPPETS or ["pass"])))
+    text = "\n".join(lines)
+    if draw(st.booleans()):
+        text = text.replace("    ", "\t")
+    return text.replace("\n", draw(st.sampled_from(["\n", "\r\n", "\r"])))
 
 
 def _words(text: str) -> list[str]:

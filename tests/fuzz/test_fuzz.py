@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.properties import CONFIG, check_bytes, check_findings, check_text, no_rule_failures
-from tests.fuzz.strategies import PROFILE, cells, mutated_bytes, mutated_source, scaled
+from tests.fuzz.strategies import (
+    PROFILE,
+    cells,
+    mutated_bytes,
+    mutated_source,
+    pitfall_programs,
+    scaled,
+)
 from torchtrap import cli
 from torchtrap.notebook import fix_cells, lint_cells
 from torchtrap.rules import ALL_RULES
@@ -22,6 +29,12 @@ from torchtrap.rules import ALL_RULES
 @PROFILE
 @given(mutated_source())
 def test_mutated_sources(text: str) -> None:
+    check_text(text)
+
+
+@PROFILE
+@given(pitfall_programs())
+def test_pitfall_programs(text: str) -> None:
     check_text(text)
 
 
