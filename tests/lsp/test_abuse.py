@@ -167,7 +167,10 @@ def test_malformed_and_out_of_protocol_messages(raw: RawClient, root: Path) -> N
     text = "import torch\ny = torch.log(torch.softmax(x, 0))\n"
 
     raw.write_body(b'{"jsonrpc": "2.0", "id": 1, "method": ')  # not JSON
-    assert _error(raw.wait_for(lambda m: _error(m) == -32700)) == -32700
+    first = raw.wait_for(lambda m: _error(m) == -32700)
+    assert first["id"] is None
+    raw.write_body(b'{"jsonrpc": "2.0", "method": "\xff\xfe"}')  # not UTF-8
+    raw.wait_for(lambda m: _error(m) == -32700 and m is not first)
     raw.write_body(b"[1, 2, 3]")  # JSON, but no JSON-RPC message
     assert raw.wait_for(lambda m: _error(m) == -32600)["id"] is None
 

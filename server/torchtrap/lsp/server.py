@@ -535,8 +535,9 @@ class TorchTrapServer(LanguageServer):
         if source is FeatureRequestError:
             log.info("request failed: %s", error)
             return
-        if isinstance(error, json.JSONDecodeError):
-            # JSON-RPC: a body that is not JSON gets a Parse error, id null.
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            # JSON-RPC: a body that is not JSON (or not UTF-8) gets a Parse
+            # error, id null.
             log.warning("malformed JSON-RPC message: %s", error)
             self.protocol._send_error(None, PARSE_ERROR, f"Parse error: {error}")
             return
