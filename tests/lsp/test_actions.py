@@ -119,7 +119,9 @@ async def test_apply_fix_command_without_resolve_support(root: Path) -> None:
         assert action.command.command == "torchtrap.applyFix"
         arguments = list(action.command.arguments or ())
         assert arguments == [uri, 1, "TT901", 3, 0]
-        assert await h.command(action.command.command, *arguments) == {"applied": True}
+        assert await h.command(action.command.command, *arguments) == {
+            "applied": True
+        }
         edit = h.applied_edits[-1]
         assert edit.changes and not edit.document_changes  # the client's capability
         version = h.apply_workspace_edit(edit)
