@@ -32,7 +32,7 @@ DEFAULT_DEBOUNCE_MS = 150
 DEFAULT_PROBE_TIMEOUT = 120.0
 DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
 # Bigger files (UTF-8 bytes; a notebook's code cells together) are not
-# linted as you type: ~1.5 s for 1 MB on a loaded laptop core, see
+# linted as you type: ~1.2 s for 1 MB on the 2-core test machine, see
 # docs/benchmarks.md. 0: no limit.
 DEFAULT_MAX_FILE_SIZE = 1_000_000
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
