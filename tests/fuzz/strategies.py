@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 settings.register_profile(
     "torchtrap-ci",
-    max_examples=40,
+    max_examples=200,
     deadline=None,
     derandomize=True,  # the normal suite must not turn red by chance
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
