@@ -20,7 +20,9 @@ HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf
 BUGGY = "import torch\n\n\ndef f(x):\n    return torch.log(torch.softmax(x, dim=1))\n"
 FIXED = "import torch\n\n\ndef f(x):\n    return torch.log_softmax(x, dim=1)\n"
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or os.name == "nt", reason="needs git and a POSIX shell"
+)
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -68,6 +70,13 @@ def _pre_commit(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 def test_hooks_are_declared() -> None:
+    manifest = str(ROOT / ".pre-commit-hooks.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-manifest", manifest],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {h["id"] for h in HOOKS} == {"torchtrap-check", "torchtrap-fix"}
     for hook in HOOKS:
         assert hook["entry"].startswith("torchtrap check") and "--force-exclude" in hook["entry"]
