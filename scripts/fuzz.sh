@@ -4,7 +4,7 @@
 # through every rule in ALL_RULES, checking the properties in
 # tests/fuzz/properties.py. The normal suite runs the same tests with the
 # bounded `ci` profile.
-#   scripts/fuzz.sh                     all fuzz tests, profile `long` (~3 min on 2 cores)
+#   scripts/fuzz.sh                     all fuzz tests, profile `long` (~6 min on 2 cores)
 #   scripts/fuzz.sh -k mutated_sources  one of them
 #   TORCHTRAP_FUZZ_PROFILE=ci scripts/fuzz.sh
 # A failure prints the falsifying input and a @reproduce_failure line; turn
