@@ -18,6 +18,8 @@ export interface ServerSettings {
   showNotifications: NotificationLevel;
   /** Only when set: the project's torch version (e.g. "1.8"). */
   torchVersion?: string;
+  /** Only when set: files larger than this many bytes are not linted (0: no limit). */
+  maxFileSize?: number;
 }
 
 /** Settings only the client uses: how to start the server. */
@@ -172,6 +174,12 @@ export function readSettings(get: SettingGetter): Settings {
     server.torchVersion = torchVersion.trim();
   } else if (torchVersion !== undefined && torchVersion !== null && torchVersion !== '') {
     problems.push('torchtrap.torchVersion must be a version string like "2.4"; ignored.');
+  }
+  const maxFileSize = get('maxFileSize');
+  if (typeof maxFileSize === 'number' && Number.isFinite(maxFileSize) && maxFileSize >= 0) {
+    server.maxFileSize = Math.floor(maxFileSize);
+  } else if (maxFileSize !== undefined && maxFileSize !== null) {
+    problems.push('torchtrap.maxFileSize must be a number of bytes (0: no limit); using the server default.');
   }
   const launch: LaunchSettings = {
     interpreter: typeof interpreter === 'string' ? interpreter.trim() : '',

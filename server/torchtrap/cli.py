@@ -202,7 +202,7 @@ def _check_project(
     arg_roots: dict[Path, Path] = {}
     for raw in paths:
         folder = Path(raw) if os.path.isdir(raw) else Path(raw).parent
-        for file in iter_python_files([raw], configs):
+        for file in iter_python_files([raw], configs, force_exclude=args.force_exclude):
             if file not in arg_roots:
                 arg_roots[file] = Path(os.path.abspath(folder))
                 files.append(file)
@@ -333,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write .torchtrap_cache/"
     )
     check.add_argument("--stdin-filename", metavar="PATH", help="the file name to report for stdin")
+    check.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply `exclude` to files named on the command line too (for pre-commit)",
+    )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.set_defaults(func=cmd_check)
 

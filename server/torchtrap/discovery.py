@@ -11,14 +11,19 @@ from torchtrap.config import DEFAULT_EXCLUDE, Config
 SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-def iter_python_files(paths: list[str], config_for: ConfigLookup) -> Iterator[Path]:
-    """Files named on the command line are always checked (as in ruff);
-    folders are walked, skipping hidden ones, virtualenvs, build output and
+def iter_python_files(
+    paths: list[str], config_for: ConfigLookup, *, force_exclude: bool = False
+) -> Iterator[Path]:
+    """Files named on the command line are always checked (as in ruff),
+    unless ``force_exclude`` (pre-commit names every staged file); folders
+    are walked, skipping hidden ones, virtualenvs, build output and
     ``exclude`` patterns."""
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_file():
+            if force_exclude and config_for(path.parent).is_excluded(path):
+                continue
             if path not in seen:
                 seen.add(path)
                 yield path

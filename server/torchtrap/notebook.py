@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from torchtrap.config import Config
 from torchtrap.engine import lint
 from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation, line_text
+from torchtrap.source import split_lines
 
 # Cell magics whose body is Python (the first line is masked, the rest linted).
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
@@ -105,7 +106,9 @@ def join_cells(cells: Sequence[str]) -> NotebookModule:
     parts: list[str] = []
     line = 1
     for index, text in enumerate(cells):
-        masked = mask_ipython(text.replace("\r\n", "\n"))
+        # One "\n" per line break the parser sees ("\r\n" and a lone "\r" too),
+        # so that the line map below counts lines as ``ast`` does.
+        masked = mask_ipython("\n".join(split_lines(text)))
         count = masked.count("\n") + 1
         spans.append(CellSpan(index, line, count))
         parts.append(masked)

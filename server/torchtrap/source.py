@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import codecs
 import re
 from dataclasses import dataclass, field
@@ -10,6 +11,30 @@ from dataclasses import dataclass, field
 from torchtrap.findings import Position, Range
 
 _CODING_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminators, numbered as Python's tokenizer and
+    LSP number them: ``\\r\\n``, a lone ``\\r`` and ``\\n`` end a line; the
+    extra separators of ``str.splitlines`` (form feed, U+2028, ...) do not."""
+    if "\r" not in text:
+        return text.split("\n")
+    return _NEWLINE_RE.split(text)
+
+
+def line_starts(text: str) -> list[int]:
+    """String index at which each line (as :func:`split_lines` counts) starts."""
+    if "\r" not in text:
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        return starts
+    return [0, *(m.end() for m in _NEWLINE_RE.finditer(text))]
 
 
 class UndecodableSource(ValueError):
@@ -56,21 +81,41 @@ class SourceText:
     text: str
     lines: list[str] = field(init=False)
     _starts: list[int] | None = field(default=None, init=False, repr=False)
+    # line -> (byte offset of each non-ASCII character, extra bytes up to and
+    # including it): a column costs a bisect, not a re-encode of the line
+    # (quadratic on a minified one-line file).
+    _wide: dict[int, tuple[list[int], list[int]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
-        # keepends=False but only on "\n"-style boundaries Python's tokenizer uses.
-        self.lines = self.text.split("\n")
+        self.lines = split_lines(self.text)
 
     def line(self, lineno: int) -> str:
         if 1 <= lineno <= len(self.lines):
-            return self.lines[lineno - 1].rstrip("\r")
+            return self.lines[lineno - 1]
         return ""
 
     def column(self, lineno: int, byte_col: int) -> int:
         line = self.line(lineno)
         if line.isascii():
             return byte_col
-        return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        wide = self._wide.get(lineno)
+        if wide is None:
+            offsets, extras, extra = [], [], 0
+            for match in _NON_ASCII_RE.finditer(line):
+                offsets.append(match.start() + extra)
+                extra += len(match.group().encode("utf-8", "surrogatepass")) - 1
+                extras.append(extra)
+            wide = self._wide[lineno] = (offsets, extras)
+        offsets, extras = wide
+        before = bisect.bisect_left(offsets, byte_col)  # characters starting before it
+        if before == 0:
+            return byte_col
+        # Inside a character (never from ``ast``): that character's column.
+        start = offsets[before - 1]
+        column = byte_col - extras[before - 1]
+        return max(column, start - (extras[before - 2] if before > 1 else 0) + 1)
 
     def position(self, lineno: int, byte_col: int) -> Position:
         return Position(lineno, self.column(lineno, byte_col))
@@ -84,26 +129,25 @@ class SourceText:
             end_col = col
         return Range(self.position(lineno, col), self.position(end_lineno, end_col))
 
+    def _line_starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
+
     def offset(self, position: Position) -> int:
         """String index of a position (clamped to the text)."""
         if position.line < 1:
             return 0
         if position.line > len(self.lines):
             return len(self.text)
-        if self._starts is None:
-            starts, total = [], 0
-            for line in self.lines:
-                starts.append(total)
-                total += len(line) + 1
-            self._starts = starts
-        return self._starts[position.line - 1] + min(
-            position.column, len(self.lines[position.line - 1])
-        )
+        start = self._line_starts()[position.line - 1]
+        return start + max(0, min(position.column, len(self.lines[position.line - 1])))
 
     def position_at(self, offset: int) -> Position:
         """The position of a string index (the inverse of :meth:`offset`)."""
-        line = self.text.count("\n", 0, offset) + 1
-        return Position(line, offset - (self.text.rfind("\n", 0, offset) + 1))
+        starts = self._line_starts()
+        line = bisect.bisect_right(starts, offset)
+        return Position(line, offset - starts[line - 1])
 
     def segment(self, rng: Range) -> str:
         return self.text[self.offset(rng.start) : self.offset(rng.end)]
@@ -114,4 +158,6 @@ class SourceText:
 
     @property
     def newline(self) -> str:
-        return "\r\n" if "\r\n" in self.text[:10_000] else "\n"
+        """The line terminator a fix inserts: the file's first one."""
+        match = _NEWLINE_RE.search(self.text, 0, 10_000)
+        return match.group() if match else "\n"

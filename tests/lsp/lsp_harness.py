@@ -262,6 +262,7 @@ async def session(
     configuration: dict[str, Any] | None = None,
     send_init_options: bool = True,
     command: Sequence[str] = SERVER,
+    process_id: int | None = None,
 ) -> AsyncIterator[Harness]:
     client = LanguageClient(converter_factory=default_converter, configuration=configuration)
     harness = Harness(client, root, "utf-16")
@@ -291,6 +292,7 @@ async def session(
     result = await client.initialize_session(
         types.InitializeParams(
             capabilities=caps or capabilities(),
+            process_id=process_id,
             root_uri=root.as_uri(),
             initialization_options=options,
         )

@@ -85,6 +85,15 @@ describe('readSettings', () => {
     assert.equal(readSettings(getter({ showNotifications: true })).server.showNotifications, 'always');
   });
 
+  it('maxFileSize only when set, a non-negative number', () => {
+    assert.equal(readSettings(getter({ maxFileSize: 2_000_000 })).server.maxFileSize, 2_000_000);
+    assert.equal(readSettings(getter({ maxFileSize: 0 })).server.maxFileSize, 0);
+    assert.equal('maxFileSize' in readSettings(getter({})).server, false);
+    const bad = readSettings(getter({ maxFileSize: -1 }));
+    assert.equal('maxFileSize' in bad.server, false);
+    assert.equal(bad.problems.length, 1);
+  });
+
   it('torchVersion only when set', () => {
     assert.equal('torchVersion' in readSettings(getter({ torchVersion: '' })).server, false);
     assert.equal('torchVersion' in readSettings(getter({})).server, false);

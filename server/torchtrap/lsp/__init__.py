@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     root.addHandler(handler)
     root.setLevel(getattr(args, "log_level", "WARNING"))
 
-    from torchtrap.lsp.server import create_server
+    from torchtrap.lsp.app import create_server
 
     server = create_server()
     _tune_gc()
@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     # protocol stream: from here on print() goes to stderr.
     sys.stdout = sys.stderr
     server.start_io(stdin, stdout)
+    # stdin closed or `exit`: stop the probes and leave now, without waiting
+    # for a lint thread (the client is gone; nobody reads its result).
+    server.abandon()
     return 0
 
 

@@ -15,12 +15,15 @@ later line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from lsprotocol import types
 
 from torchtrap.findings import Position, Range
+
+# The engine's line model, re-exported for the LSP modules.
+from torchtrap.source import line_starts as line_starts
+from torchtrap.source import split_lines as split_lines
 
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
@@ -30,9 +33,6 @@ UTF32 = types.PositionEncodingKind.Utf32.value
 # clients prefer; UTF-32 equals code points; UTF-16 is the mandatory default.
 PREFERENCE = (UTF8, UTF32, UTF16)
 
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-
-
 def choose_encoding(offered: Sequence[str] | None) -> str:
     """The encoding to use given the client's ``general.positionEncodings``."""
     offered_set = {str(getattr(e, "value", e)) for e in offered or ()}
@@ -40,26 +40,6 @@ def choose_encoding(offered: Sequence[str] | None) -> str:
         if encoding in offered_set:
             return encoding
     return UTF16
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines without their terminators, as LSP numbers them."""
-    if "\r" not in text:
-        return text.split("\n")
-    return _NEWLINE_RE.split(text)
-
-
-def line_starts(text: str) -> list[int]:
-    """String index at which each LSP line starts."""
-    if "\r" not in text:
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
-        return starts
-    return [0, *(m.end() for m in _NEWLINE_RE.finditer(text))]
 
 
 def count_units(text: str, encoding: str) -> int:

@@ -13,9 +13,13 @@ hover, which therefore never re-lint an unchanged document.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import gc
+import json
 import logging
+import os
+import time
 from collections import OrderedDict
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,12 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 import torchtrap
-from torchtrap.lsp import carry
+from torchtrap.lsp import carry, lifeline
 from torchtrap.lsp.diagnostics import build_diagnostics
 from torchtrap.lsp.documents import DocumentStore, LineShift
 from torchtrap.lsp.notebooks import SELECTOR, NotebookStore
@@ -50,12 +55,43 @@ WORK_DONE_TOKEN: contextvars.ContextVar[types.ProgressToken | None] = contextvar
 )
 
 
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600  # JSON-RPC 2.0
+_DROPPED = object()  # a message answered (or ignored) while being decoded
+
+
 class TorchTrapProtocol(LanguageServerProtocol):
     """pygls' protocol, minus its own document store (ours handles line
     breaks and encodings exactly; see documents.py) and with hooks for the
     encoding choice, command progress tokens and request cancellation."""
 
     _server: TorchTrapServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # pygls raises for a request whose params do not fit its method, from
+        # inside json.loads, and never answers it: the client would wait
+        # forever. Answer with the error here; drop a bad notification.
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as err:
+            if "jsonrpc" in data and "method" in data and "id" in data:
+                self._send_response(data["id"], None, err.to_response_error())
+            log.warning("dropped a malformed %r message: %s", data.get("method"), err)
+            return _DROPPED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _DROPPED:
+            return
+        if not hasattr(message, "jsonrpc"):
+            # Valid JSON that is no JSON-RPC message (an array, a number, an
+            # object without "jsonrpc"): Invalid Request, id null.
+            log.warning("not a JSON-RPC message: %.200r", message)
+            self._send_error(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+            return
+        super().handle_message(message)
+
+    def _send_error(self, msg_id: Any, code: int, message: str) -> None:
+        error = {"code": code, "message": message}
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(method)) is not None:
@@ -69,6 +105,7 @@ class TorchTrapProtocol(LanguageServerProtocol):
         general = params.capabilities.general
         if general is not None and general.position_encodings:
             general.position_encodings = [choose_encoding(general.position_encodings)]
+        lifeline.watch(params.process_id, self._server.abandon)
         return (yield from super().lsp_initialize(params))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
@@ -133,6 +170,8 @@ class UnitState:
 
 
 class TorchTrapServer(LanguageServer):
+    protocol: TorchTrapProtocol
+
     def __init__(self) -> None:
         super().__init__(
             "torchtrap",
@@ -322,6 +361,8 @@ class TorchTrapServer(LanguageServer):
         """Lint in the worker pool; None (logged) if the engine itself fails."""
         loop = asyncio.get_running_loop()
         settings, encoding, confirmed = self.settings, self.encoding, self.confirmed()
+        if (too_big := self.too_big(snap)) is not None:
+            return too_big
 
         def work() -> tuple[LintResult, dict[str, list[types.Diagnostic]]]:
             config = settings.apply(self.configs.get(snap.path, self.root_path))
@@ -338,6 +379,37 @@ class TorchTrapServer(LanguageServer):
         for warning in result[0].config.warnings:
             self.warn(warning)
         return result
+
+    def too_big(
+        self, snap: Snapshot
+    ) -> tuple[LintResult, dict[str, list[types.Diagnostic]]] | None:
+        """For a unit over ``maxFileSize``: an empty result (no code actions)
+        and one notice instead of its diagnostics, instead of a lint that
+        would hold up every other file for seconds."""
+        limit = self.settings.max_file_size
+        chars = sum(len(d.text) for d in snap.docs)
+        if not limit or chars <= limit // 4:  # a code point is at most 4 bytes
+            return None
+        size = sum(len(d.text.encode("utf-8", "surrogatepass")) for d in snap.docs)
+        if size <= limit:
+            return None
+        message = (
+            f"skipped: file larger than `torchtrap.maxFileSize` "
+            f"({size / 1e6:.1f} MB > {limit / 1e6:.1f} MB); raise the setting to lint it"
+        )
+        log.info("%s: %s", snap.key, message)
+        config = self.configs.get(snap.path, self.root_path)
+        texts = {d.uri: d.text for d in snap.docs}
+        result = LintResult(snap, config, [], texts=texts, excluded=True)
+        notice = types.Diagnostic(
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            message=message,
+            severity=types.DiagnosticSeverity.Information,
+            source="torchtrap",
+        )
+        diagnostics: dict[str, list[types.Diagnostic]] = {uri: [] for uri in texts}
+        diagnostics[snap.docs[0].uri] = [notice]
+        return result, diagnostics
 
     async def current_result(self, key: str) -> LintResult | None:
         """The result for the unit's current version (linted now if needed)."""
@@ -436,6 +508,23 @@ class TorchTrapServer(LanguageServer):
     def moved(self, uri: str, shift: LineShift | None) -> None:
         self.carry.moved(uri, shift)
 
+    def abandon(self, grace_s: float = 1.0) -> None:
+        """The client is gone (stdin closed, or its process exited): kill
+        every probe's process group, give the probe threads ``grace_s`` to
+        wind down, and end the process without waiting for a lint in
+        progress. Callable from any thread."""
+        for event in list(self.probe_cancels.values()):
+            event.set()
+        with contextlib.suppress(ImportError):
+            from torchtrap.probe.process import kill_running
+
+            kill_running()  # now: the watching threads may be mid-poll
+        deadline = time.monotonic() + grace_s
+        while self.probe_cancels and time.monotonic() < deadline:
+            time.sleep(0.02)
+        logging.shutdown()
+        os._exit(0)
+
     def cancel_request(self, msg_id: Any) -> None:
         event = self.probe_cancels.get(msg_id)
         if event is not None:
@@ -450,15 +539,11 @@ class TorchTrapServer(LanguageServer):
         if source is FeatureRequestError:
             log.info("request failed: %s", error)
             return
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            # JSON-RPC: a body that is not JSON (or not UTF-8) gets a Parse
+            # error, id null.
+            log.warning("malformed JSON-RPC message: %s", error)
+            self.protocol._send_error(None, PARSE_ERROR, f"Parse error: {error}")
+            return
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
         self.warn(f"internal error: {error}", "error", logged=True)
-
-
-def create_server() -> TorchTrapServer:
-    from torchtrap.lsp.commands import register_commands
-    from torchtrap.lsp.handlers import register
-
-    server = TorchTrapServer()
-    register(server)
-    register_commands(server)
-    return server

@@ -31,6 +31,10 @@ log = logging.getLogger("torchtrap.lsp")
 DEFAULT_DEBOUNCE_MS = 150
 DEFAULT_PROBE_TIMEOUT = 120.0
 DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
+# Bigger files (UTF-8 bytes; a notebook's code cells together) are not
+# linted as you type: ~1.2 s for 1 MB on the 2-core test machine, see
+# docs/benchmarks.md. 0: no limit.
+DEFAULT_MAX_FILE_SIZE = 1_000_000
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
 
 
@@ -48,6 +52,7 @@ class Settings:
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     docs_base_url: str = DEFAULT_DOCS_BASE_URL
     unsafe_fixes: bool | None = None  # None: pyproject's unsafe-fixes decides
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -96,6 +101,7 @@ class Settings:
             "debounceMs": self.debounce_ms,
             "docsBaseUrl": self.docs_base_url,
             "unsafeFixes": self.unsafe_fixes,
+            "maxFileSize": self.max_file_size,
         }
 
 
@@ -166,6 +172,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
             values["unsafe_fixes"] = unsafe
         else:
             problems.append("torchtrap.unsafeFixes must be true, false or null")
+    if "maxFileSize" in raw:
+        size = raw["maxFileSize"]
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and size >= 0:
+            values["max_file_size"] = int(size)
+        elif size is not None:
+            problems.append("torchtrap.maxFileSize must be a number of bytes (0: no limit)")
     docs = raw.get("docsBaseUrl")
     if isinstance(docs, str) and docs.strip():
         values["docs_base_url"] = docs.strip()

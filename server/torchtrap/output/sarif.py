@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from torchtrap import HOMEPAGE, RULE_DOCS_URL, __version__
 from torchtrap.findings import Finding, Range, Severity
 from torchtrap.output import FileReport
 from torchtrap.rules import ALL_RULES
+from torchtrap.source import split_lines
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {
@@ -22,14 +25,17 @@ _LEVEL = {
 }
 
 
-def _uri(path: str) -> str:
+def _artifact(path: str) -> dict[str, str]:
+    """A path as an artifactLocation: relative to %SRCROOT% (the working
+    folder, which code scanning maps to the repository) when inside it, else
+    an absolute ``file:`` URI, which takes no ``uriBaseId`` (SARIF1004)."""
     try:
         rel = Path(os.path.relpath(path))
     except ValueError:  # another drive on Windows
-        return Path(path).as_uri()
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
     if rel.parts and rel.parts[0] == "..":
-        return Path(os.path.abspath(path)).as_uri()
-    return rel.as_posix()
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(rel.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(rng: Range) -> dict[str, int]:
@@ -45,18 +51,56 @@ def _region(rng: Range) -> dict[str, int]:
 def _location(path: str, rng: Range) -> dict[str, Any]:
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+            "artifactLocation": _artifact(path),
             "region": _region(rng),
         }
     }
 
 
-def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
+class _Fingerprints:
+    """``partialFingerprints`` that survive edits elsewhere in the file, so
+    code scanning keeps an alert's identity across pushes: the rule, the
+    file, the flagged line's text without its indentation, and which
+    occurrence of that (rule, text) pair in the file it is. Line numbers
+    are left out on purpose."""
+
+    KEY = "torchtrap/v1"
+
+    def __init__(self, report: FileReport) -> None:
+        self.report = report
+        self.seen: dict[str, int] = {}
+        self._lines: dict[int | None, list[str]] = {}
+
+    def _line(self, finding: Finding) -> str:
+        cell = finding.cell
+        if cell not in self._lines:
+            text = self.report.cells.get(cell) if cell and self.report.cells else None
+            if cell is None:
+                text = self.report.source
+            self._lines[cell] = split_lines(text or "")
+        lines = self._lines[cell]
+        line = finding.range.start.line
+        return lines[line - 1].strip() if 1 <= line <= len(lines) else ""
+
+    def __call__(self, finding: Finding) -> dict[str, str]:
+        key = "\0".join(
+            (finding.code, Path(finding.path).as_posix(), str(finding.cell), self._line(finding))
+        )
+        occurrence = self.seen.get(key, 0)
+        self.seen[key] = occurrence + 1
+        digest = hashlib.sha256(f"{key}\0{occurrence}".encode("utf-8", "surrogatepass"))
+        return {self.KEY: digest.hexdigest()[:32]}
+
+
+def _result(
+    finding: Finding, rule_index: dict[str, int], fingerprint: _Fingerprints
+) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
         "message": {"text": finding.message},
         "locations": [_location(finding.path, finding.range)],
+        "partialFingerprints": fingerprint(finding),
     }
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
@@ -74,7 +118,7 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
                 "description": {"text": f"{fix.title} ({fix.applicability.value})"},
                 "artifactChanges": [
                     {
-                        "artifactLocation": {"uri": _uri(finding.path), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": _artifact(finding.path),
                         "replacements": [
                             {
                                 "deletedRegion": _region(e.range),
@@ -106,7 +150,10 @@ def render(reports: Sequence[FileReport]) -> str:
         for rule in ALL_RULES
     ]
     rule_index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
-    results = [_result(f, rule_index) for r in reports for f in r.findings]
+    results = []
+    for report in reports:
+        fingerprint = _Fingerprints(report)
+        results += [_result(f, rule_index, fingerprint) for f in report.findings]
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

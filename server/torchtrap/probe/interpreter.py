@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import sys
+import threading
 
 from torchtrap.probe.catalog import PREFLIGHT_SCRIPT
 from torchtrap.probe.errors import ProbeError, TorchMissing
@@ -62,14 +63,19 @@ def _cuda_note(info: dict[str, object]) -> str:
     )
 
 
-def inspect_interpreter(python: str | None, timeout: float = 60.0) -> Interpreter:
+def inspect_interpreter(
+    python: str | None, timeout: float = 60.0, cancel: threading.Event | None = None
+) -> Interpreter:
     """Raises ProbeError (TorchMissing when torch is absent) with a message
     meant for the user, never a traceback."""
     path = resolve_python(python)
     try:
-        run = run_script(path, PREFLIGHT_SCRIPT, timeout)
+        # Cancellable: importing torch can take a minute on a cold disk.
+        run = run_script(path, PREFLIGHT_SCRIPT, timeout, cancel)
     except OSError as exc:
         raise ProbeError(f"cannot run {path}: {exc.strerror or exc}") from None
+    if run.cancelled:
+        raise ProbeError("cancelled while the interpreter was being inspected")
     if run.timed_out:
         raise ProbeError(f"{path} did not answer within {timeout:g} s (importing torch)")
     info = last_json_line(run.stdout)

@@ -84,6 +84,20 @@ class ScriptRun:
     cancelled: bool = False
 
 
+# Scripts running now, so that a process about to exit (its client gone)
+# can kill them all without waiting for the threads that watch them.
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every running script's process group (from any thread)."""
+    with _LIVE_LOCK:
+        running = list(_LIVE)
+    for proc in running:
+        _kill_group(proc)
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     if os.name == "posix":
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -142,6 +156,8 @@ def run_script(
             errors="replace",
             **kwargs,
         )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
             while True:
                 try:
@@ -171,6 +187,9 @@ def run_script(
             _kill_group(proc)  # KeyboardInterrupt and friends: leave no orphans
             proc.wait()
             raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
         if os.name == "posix" and not (timed_out or cancelled):
             _kill_group(proc)  # daemonic workers a crashed script left behind
     return ScriptRun(

@@ -127,7 +127,7 @@ def run_experiments(
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
     if interpreter is None:
-        interpreter = inspect_interpreter(python, timeout=min(60.0, budget))
+        interpreter = inspect_interpreter(python, timeout=min(60.0, budget), cancel=cancel)
     results: list[ExperimentResult] = []
     total = len(experiments)
     for index, experiment in enumerate(experiments):
