@@ -16,6 +16,7 @@ output does not depend on N. Unchanged files come from the cache
 from __future__ import annotations
 
 import contextlib
+import difflib
 import gc
 import os
 import pickle
@@ -101,11 +102,9 @@ def _load_projects(file: str) -> dict[str, Project]:
 
 
 def _second_pass(task: tuple[str, Config, str, str, bool, bool, bool]) -> FileReport:
-    from torchtrap.cli import _check_one
-
     path, config, root, projects_file, fix, unsafe, diff = task
     project = _load_projects(projects_file).get(root) if projects_file else None
-    return _check_one((path, config, None, fix, unsafe, diff), project)
+    return check_file((path, config, None, fix, unsafe, diff), project)
 
 
 # -- driver ------------------------------------------------------------------
@@ -357,9 +356,7 @@ def _pass_two(items: list[Item], pool: Executor | None, options: Options) -> lis
 
 
 def _check_with(item: Item, project: Project | None, options: Options) -> FileReport:
-    from torchtrap.cli import _check_one
-
-    return _check_one(
+    return check_file(
         (item.path, item.config, None, options.fix, options.unsafe, options.diff), project
     )
 
@@ -371,3 +368,85 @@ def _decode(data: bytes) -> str | None:
         return decode_source(data)
     except UndecodableSource:
         return None
+
+
+def check_file(
+    task: tuple[str, Config, str | None, bool, bool, bool], project: Project | None = None
+) -> FileReport:
+    """Lint (and maybe fix) one file; runs in a worker process with -j N.
+    ``project``: the index of its project (None: the file alone)."""
+    from torchtrap.engine import fix_source, lint, unreadable_finding
+    from torchtrap.source import UndecodableSource, decode_source
+
+    path, config, stdin_text, fix, unsafe, diff = task
+    unsafe = unsafe or config.unsafe_fixes  # `unsafe-fixes = true` works like --unsafe-fixes
+    report = FileReport(path)
+    try:
+        data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
+    except OSError as err:
+        report.findings = [unreadable_finding(path, f"cannot read file: {err.strerror or err}")]
+        return report
+    if path.endswith(".ipynb"):
+        return _check_notebook(report, data, config, fix, unsafe, diff)
+    try:
+        text = decode_source(data)
+    except UndecodableSource:
+        report.findings = lint(data, path, config)
+        return report
+    if fix or diff:
+        fixed, count = fix_source(text, path, config, unsafe=unsafe, project=project)
+        if count:
+            if diff:
+                report.diff = "".join(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True),
+                        fixed.splitlines(keepends=True),
+                        fromfile=f"a/{path}",
+                        tofile=f"b/{path}",
+                    )
+                )
+            elif stdin_text is None:
+                bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+                Path(path).write_bytes(bom + fixed.encode("utf-8"))
+                report.fixed = count
+                text = fixed
+            else:
+                report.fixed = count
+                text = fixed
+    report.source = text
+    report.findings = [f.detached() for f in lint(text, path, config, project=project)]
+    return report
+
+
+def _check_notebook(
+    report: FileReport, data: bytes, config: Config, fix: bool, unsafe: bool, diff: bool
+) -> FileReport:
+    from torchtrap.engine import unreadable_finding
+    from torchtrap.ipynb import NotebookError, NotebookFile, lint_notebook
+    from torchtrap.notebook import fix_cells
+
+    try:
+        notebook = NotebookFile.parse(data)
+    except NotebookError as err:
+        report.findings = [unreadable_finding(report.path, str(err))]
+        return report
+    if fix or diff:
+        texts, count = fix_cells(notebook.texts, report.path, config, unsafe=unsafe)
+        if count:
+            new_data = notebook.dumps(texts)
+            if diff:
+                report.diff = "".join(
+                    difflib.unified_diff(
+                        data.decode("utf-8-sig").splitlines(keepends=True),
+                        new_data.decode("utf-8").splitlines(keepends=True),
+                        fromfile=f"a/{report.path}",
+                        tofile=f"b/{report.path}",
+                    )
+                )
+            else:
+                Path(report.path).write_bytes(new_data)
+                report.fixed = count
+                notebook.texts = texts
+    findings, report.cells = lint_notebook(notebook, report.path, config)
+    report.findings = [f.detached() for f in findings]
+    return report

@@ -228,3 +228,13 @@ def find_dataloaders(
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class LoaderUse:
+    """A DataLoader that gets a dataset (here or, through the index, elsewhere)."""
+
+    loader: DataLoaderCall
+    # The DataLoader receives the instance itself, so that in a worker
+    # ``get_worker_info().dataset`` is it (not a Subset around it).
+    direct: bool

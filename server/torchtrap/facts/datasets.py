@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers, resolve_value
+from torchtrap.facts.dataloaders import DataLoaderCall, LoaderUse, Workers, resolve_value
 from torchtrap.facts.index import enclosing_scope, parent, walk_scope
 from torchtrap.facts.remote import remote_where
 from torchtrap.source import SourceText
@@ -315,14 +315,6 @@ class DatasetFacts:
                     if fname in SPLITTERS and node.value.args:
                         return node.value.args[0]
         return None
-
-
-@dataclass(frozen=True)
-class LoaderUse:
-    loader: DataLoaderCall
-    # The DataLoader receives the instance itself, so that in a worker
-    # ``get_worker_info().dataset`` is it (not a Subset around it).
-    direct: bool
 
 
 def dataset_facts(facts: ModuleFacts, text: str = "") -> DatasetFacts:

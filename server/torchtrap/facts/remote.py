@@ -15,10 +15,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.dataloaders import DataLoaderCall, LoaderUse, Workers
 
 if TYPE_CHECKING:
-    from torchtrap.facts.datasets import LoaderUse
     from torchtrap.project.index import Project, ProjectLoader
     from torchtrap.project.summary import Span
 
@@ -119,7 +118,6 @@ def project_uses(project: Project | None, path: str, class_name: str) -> list[Lo
     When none of them may have workers but some DataLoader with workers in
     the project gets a dataset the index cannot trace, that one may receive
     it too: the result then is empty (unknown, as without a project)."""
-    from torchtrap.facts.datasets import LoaderUse
 
     if project is None:
         return []
