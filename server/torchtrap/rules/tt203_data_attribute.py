@@ -123,13 +123,12 @@ class DataAttribute(Rule):
         if severity is Severity.WARNING:
             message = (
                 f"a change through `{shown}.data` is invisible to autograd: "
-                f"gradients through `{shown}` are silently wrong"
+                "its gradients are silently wrong"
             )
         else:
             what = "a gradient" if shown.endswith(".grad") else "a parameter"
             message = (
-                f"`{shown}.data` changes {what} behind autograd; "
-                f"use `with torch.no_grad():` on `{shown}` itself"
+                f"`{shown}.data` changes {what} behind autograd; use `torch.no_grad()` instead"
             )
         fix = self._no_grad_fix(data, stmt) if use != _ASSIGN else None
         return self.finding(data, message, severity=severity, fixes=[fix] if fix else [])
