@@ -831,6 +831,9 @@ async function main() {
       await page.keyboard.press('Escape');
       // Explain Rule: the picker lists the rules, the doc opens as rendered markdown.
       await vs.runCommand('TorchTrap: Explain Rule');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'TT101' }).first().waitFor({ timeout: 15_000 });
+      // The list is virtualised: with every rule in it, TT201 may be below the fold.
+      await page.keyboard.type('TT201');
       const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'TT201' }).first();
       await pick.waitFor({ timeout: 15_000 });
       await pick.click();
