@@ -949,7 +949,7 @@ class LogOfProbability(Rule):
                     log_p = prob.clamp(min=1e-4).log()
                     return -log_p.gather(1, target.view(-1, 1)).mean()
             """,
-            note="seed 003: the clamp's result is thrown away, so the log is unguarded",
+            note="the clamp's result is thrown away, so the log is unguarded",
         ),
         Invalid(
             """

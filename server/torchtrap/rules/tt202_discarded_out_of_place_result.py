@@ -632,7 +632,7 @@ class DiscardedOutOfPlaceResult(Rule):
                     prob = prob.clamp(min=0.0001,max=1.0)
                     return -prob.log().gather(1, target.view(-1, 1)).mean()
             """,
-            note="seed 003, exactly",
+            note="the discarded clamp, exactly as reported",
         ),
         Invalid(
             """
@@ -711,7 +711,7 @@ class DiscardedOutOfPlaceResult(Rule):
                 output = output.narrow(0, 0, data_source.size(0))
                 return output
             """,
-            note="seed 003's narrow",
+            note="a discarded narrow",
         ),
         Invalid(
             """

@@ -1,4 +1,4 @@
-"""Probe experiment `cuda-ipc-share`: seed 000, CUDA tensors read as zeros
+"""Probe experiment `cuda-ipc-share`: CUDA tensors read as zeros
 after DataLoader workers start under spawn (TT103).
 
 Runs in the user's interpreter (stdlib + torch), never imports torchtrap.
