@@ -86,7 +86,7 @@ def _first_pass(item: Item) -> tuple[ModuleSummary | None, FileReport | None, bo
     result = analyse(item.data, item.path, item.config, project=PENDING, module=item.module)
     if result.needs_project:
         return result.summary, None, True
-    report = FileReport(item.path, [f.detached() for f in result.findings])
+    report = FileReport(item.path, [f.detached(item.config.fix_edits) for f in result.findings])
     return result.summary, report, False
 
 
@@ -414,7 +414,8 @@ def check_file(
                 report.fixed = count
                 text = fixed
     report.source = text
-    report.findings = [f.detached() for f in lint(text, path, config, project=project)]
+    found = lint(text, path, config, project=project)
+    report.findings = [f.detached(config.fix_edits) for f in found]
     return report
 
 
@@ -448,5 +449,5 @@ def _check_notebook(
                 report.fixed = count
                 notebook.texts = texts
     findings, report.cells = lint_notebook(notebook, report.path, config)
-    report.findings = [f.detached() for f in findings]
+    report.findings = [f.detached(config.fix_edits) for f in findings]
     return report

@@ -41,6 +41,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         overrides["ignore"] = args.ignore
     if args.torch_version:
         overrides["torch_version"] = args.torch_version
+    # Only JSON and SARIF print a fix's edits (--fix and --diff apply fixes
+    # through fix_source, which builds them anyway).
+    overrides["fix_edits"] = args.format in ("json", "sarif")
     configs = ConfigLookup(overrides)
 
     stdin_text = None

@@ -58,6 +58,10 @@ class Config:
     exclude: tuple[str, ...] = ()
     torch_version: str | None = None
     unsafe_fixes: bool = False  # fix-all / --fix apply unsafe fixes too (as ruff's)
+    # A front end's choice, not a [tool.torchtrap] key: whether a batch run
+    # keeps each fix's edits (JSON/SARIF print them; the text output needs
+    # only titles, and a structural fix's edits cost a libcst parse).
+    fix_edits: bool = True
     numpy_version: str | None = None
     src: tuple[str, ...] = ()  # source roots for module names, relative to ``root`` (as ruff's)
     root: Path | None = None  # folder of the pyproject.toml it came from
@@ -112,9 +116,12 @@ class Config:
         severity: Mapping[str, str | Severity] | None = None,
         torch_version: str | None = None,
         unsafe_fixes: bool | None = None,
+        fix_edits: bool | None = None,
     ) -> Config:
         """This config with a front end's overrides on top."""
         new = self
+        if fix_edits is not None:
+            new = replace(new, fix_edits=fix_edits)
         if unsafe_fixes is not None:
             new = replace(new, unsafe_fixes=unsafe_fixes)
         if select is not None:

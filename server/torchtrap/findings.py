@@ -110,10 +110,11 @@ class Fix:
             self._edits = tuple(self.build())
         return self._edits
 
-    def detached(self) -> Fix:
+    def detached(self, with_edits: bool = True) -> Fix:
         """The same fix with its edits built, holding nothing of the module
-        (a batch front end keeps findings, not every file's syntax tree)."""
-        return _fix_with_edits(self.title, self.applicability, self.edits)
+        (a batch front end keeps findings, not every file's syntax tree);
+        without them when the front end prints only titles."""
+        return _fix_with_edits(self.title, self.applicability, self.edits if with_edits else ())
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Crossing a process boundary (check -j N) materialises the edits:
@@ -186,11 +187,12 @@ class Finding:
         message = pattern.sub(lambda m: table[m.group(0)], self.message)
         return dataclasses.replace(self, message=message, line_refs=())
 
-    def detached(self) -> Finding:
+    def detached(self, with_edits: bool = True) -> Finding:
         """See :meth:`Fix.detached`."""
         if not self.fixes:
             return self
-        return dataclasses.replace(self, fixes=tuple(f.detached() for f in self.fixes))
+        fixes = tuple(f.detached(with_edits) for f in self.fixes)
+        return dataclasses.replace(self, fixes=fixes)
 
     def to_dict(self, with_edits: bool = True) -> dict[str, Any]:
         return {

@@ -221,6 +221,43 @@ def test_lint_never_imports_libcst() -> None:
     assert done.stdout.strip() == "ok"
 
 
+def _check_imports_libcst(fmt: str) -> tuple[bool, str]:
+    """Run `torchtrap check --format fmt` on the examples in a fresh
+    interpreter: did it import libcst, and what did it print."""
+    script = textwrap.dedent(
+        """
+        import contextlib, io, sys
+        from torchtrap.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["check", "--no-cache", "--exit-zero", "-j", "1", "--format", sys.argv[2],
+                  sys.argv[1] + "/examples"])
+        print("libcst" in sys.modules)
+        print(out.getvalue())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT), fmt],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT / "server"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    first, _, rest = done.stdout.partition("\n")
+    return first == "True", rest
+
+
+def test_check_text_output_lists_structural_fixes_without_building_them() -> None:
+    # The text output prints fix titles only: building TT106's `main()`
+    # costs a libcst parse of the whole script, paid only when printed.
+    imported, out = _check_imports_libcst("text")
+    assert "TT106" in out and "help: Move the script into `main()`" in out
+    assert not imported
+    imported, out = _check_imports_libcst("json")
+    assert imported and '"edits"' in out
+
+
 def test_decorated_definitions_are_found_and_keep_their_decorators() -> None:
     text = (
         "class Model:\n"
