@@ -253,6 +253,16 @@ class Harness:
         )
 
 
+async def _indexed(h: Harness, timeout: float = 30.0) -> None:
+    """Wait until the server has indexed the workspace (tests then see no
+    re-lint of their documents by the index build)."""
+    deadline = time.monotonic() + timeout
+    while not (await h.command("torchtrap.debugInfo"))["projectIndex"]["ready"]:
+        if time.monotonic() > deadline:
+            raise AssertionError("the workspace was not indexed")
+        await asyncio.sleep(0.02)
+
+
 @contextlib.asynccontextmanager
 async def session(
     root: Path,
@@ -297,6 +307,7 @@ async def session(
     )
     harness.encoding = str(result.capabilities.position_encoding or "utf-16")
     try:
+        await _indexed(harness)
         yield harness
     finally:
         with contextlib.suppress(Exception):

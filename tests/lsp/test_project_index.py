@@ -41,7 +41,9 @@ async def _wait_for(
             if publish.uri != uri:
                 continue
             here = [
-                d for d in publish.diagnostics if d.code == "TT101" and d.range.start.line == NOISY_RNG
+                d
+                for d in publish.diagnostics
+                if d.code == "TT101" and d.range.start.line == NOISY_RNG
             ]
             remote = any("train.py" in d.message for d in here)
             if (want and remote) or (want is False and not here) or (want is None and not remote):

@@ -94,8 +94,7 @@ class ProjectIndex:
             executor: Any = pool or self.ls.lint_pool
             paths = sorted(layouts)
             batches = [
-                [(p, layouts[p]) for p in paths[i : i + BATCH]]
-                for i in range(0, len(paths), BATCH)
+                [(p, layouts[p]) for p in paths[i : i + BATCH]] for i in range(0, len(paths), BATCH)
             ]
             cache_root = self.folders[0]
             futures = [
@@ -132,9 +131,29 @@ class ProjectIndex:
                 self.summaries.setdefault(root, {})[path] = chosen
         self._projects.clear()
         self.files_indexed = len(results)
+        first = not self.ready
         self.ready = True
         progress.end(f"Indexed {len(results):,} files")
-        self.ls.relint_all()
+        changed = {
+            root
+            for root in self.summaries.keys() | old.keys()
+            if self.summaries.get(root) != old.get(root)
+        }
+        for doc in self.ls.docs:
+            layout = self.layout(doc.path) if doc.path else None
+            if layout is not None and (first or layout.root in changed):
+                self._relint(doc.uri)
+
+    def _relint(self, key: str) -> None:
+        """Lint an open document again because other files changed: not
+        while its own lint is pending (that one sees the change), and in
+        on-save mode not an unsaved version."""
+        state = self.ls.units.get(key)
+        if state is None or state.timer is not None:
+            return
+        if not self.ls.settings.on_type and state.published_version != self.ls.current_version(key):
+            return
+        self.ls.request_lint(key, force=True)
 
     # -- what a lint sees --------------------------------------------------------
     def layout(self, path: str) -> Layout | None:
@@ -191,7 +210,7 @@ class ProjectIndex:
             other = os.path.abspath(doc.path)
             mine = project.summary(other) if other != path else None
             if mine is not None and _linked(project, mine, [s for s in (old, summary) if s]):
-                self.ls.request_lint(doc.uri, force=True)
+                self._relint(doc.uri)
         return old
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
@@ -324,3 +343,13 @@ class _Progress:
         self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
         self.ls.work_done_progress.tokens.pop(self.token, None)
         self.token = None
+
+
+def describe(index: ProjectIndex) -> dict[str, Any]:
+    """For ``torchtrap.debugInfo``."""
+    return {
+        "ready": index.ready,
+        "folders": index.folders,
+        "files": index.files_indexed,
+        "roots": {root: len(files) for root, files in sorted(index.summaries.items())},
+    }
