@@ -36,22 +36,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_bench import AST_CHILD  # noqa: E402
+
 from torchtrap.discovery import ConfigLookup, iter_python_files  # noqa: E402
 
 BUDGET_COLD = 2.0
 BUDGET_CACHED = 0.25
-
-AST_CHILD = """
-import ast, sys, warnings
-warnings.simplefilter("ignore")
-for p in open(sys.argv[1], encoding="utf-8").read().splitlines():
-    with open(p, "rb") as f:
-        data = f.read()
-    try:
-        ast.parse(data, filename=p)
-    except (SyntaxError, ValueError):
-        pass
-"""
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:

@@ -263,7 +263,11 @@ def _pass_one(todo: list[Item], pool: Executor | None, options: Options) -> None
         Item(i.path, i.config, i.root, i.module, i.checked and not fix_mode, i.data) for i in todo
     ]
     cache = options.cache
-    for item, (summary, report, needs) in zip(todo, _map(pool, _first_pass, work), strict=True):
+    progress = options.progress
+    results = _map(pool, _first_pass, work)
+    for i, (item, (summary, report, needs)) in enumerate(zip(todo, results, strict=True), 1):
+        if progress is not None and (i % 50 == 0 or i == len(todo)):
+            progress(i, len(todo))
         item.summary = summary
         if fix_mode or not item.checked:
             if cache is not None:

@@ -221,26 +221,25 @@ class _Summarizer:
         return Span.of(self.source.node_range(node))
 
     # -- names -----------------------------------------------------------------
-    def top_level(self) -> None:
+    def top_level(self) -> ImportTable:
+        """Module-level names; returns the module-level import table (not
+        the rules' one, which also holds imports inside functions: a
+        summary must not depend on whether the file was linted)."""
         s = self.s
         assigned: list[str] = []
         stars: list[str] = []
+        imports = ImportTable(t for t in self.top if isinstance(t, (ast.Import, ast.ImportFrom)))
+        s.imports = {name: canonical(ref) for name, ref in imports.names.items()}
         for stmt in self.top:
-            if isinstance(stmt, ast.Import):
-                for alias in stmt.names:
-                    if alias.asname:
-                        s.imports[alias.asname] = alias.name
-                    else:
-                        top = alias.name.split(".", 1)[0]
-                        s.imports.setdefault(top, top)
-            elif isinstance(stmt, ast.ImportFrom):
+            if isinstance(stmt, ast.ImportFrom):
+                # Relative imports and stars: what ImportTable leaves out.
                 base = resolve_relative(s.module, s.is_package, stmt.level, stmt.module)
                 if base is None:
                     continue
                 for alias in stmt.names:
                     if alias.name == "*":
                         stars.append(base)
-                    else:
+                    elif stmt.level:
                         s.imports[alias.asname or alias.name] = canonical(f"{base}.{alias.name}")
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -261,6 +260,7 @@ class _Summarizer:
                         stack.append(target.value)
         s.assigned = tuple(dict.fromkeys(assigned))
         s.star_imports = tuple(stars)
+        return imports
 
     def ref(self, node: ast.AST) -> str | None:
         """The absolute reference of a name or dotted attribute."""
@@ -648,12 +648,7 @@ def summarize(
     summary = ModuleSummary(path, module, is_package)
     text = source.text
     work = _Summarizer(tree, source, summary)
-    work.top_level()
-    imports = (
-        facts.imports
-        if facts is not None
-        else ImportTable(s for s in work.top if isinstance(s, (ast.Import, ast.ImportFrom)))
-    )
+    imports = work.top_level()
     work.definitions(imports)
     results = any(word in text for word in _RESULT_WORDS)
     if "DataLoader" in text or results:
