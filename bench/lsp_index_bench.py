@@ -140,32 +140,56 @@ def has_remote_tt101(diags: list[types.Diagnostic]) -> bool:
     )
 
 
+def big_file() -> str:
+    return generate_file(seed=5000, lines=5000) + "".join(PLANTED.format(i=i) for i in range(10))
+
+
+async def edit_loop(
+    client: LanguageClient, recorder: Recorder, uri: str, runs: int
+) -> tuple[list[float], list[float]]:
+    """Open the 5,000-line file at ``uri`` and edit it until ``runs`` edits
+    were timed after the index was built: (while indexing, after) in ms."""
+    text = big_file()
+    open_doc(client, uri, text)
+    await until(recorder, lambda: (uri, 1) in recorder.published)
+    lines = text.split("\n")
+    line = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].strip())
+    end = len(lines[line])
+    during: list[float] = []
+    after: list[float] = []
+    version = 1
+    while len(after) < runs:
+        version += 1
+        indexing = recorder.index_end is None
+        sent = time.perf_counter()
+        edit(client, uri, version, line, end)
+        await until(recorder, lambda v=version: (uri, v) in recorder.published)
+        (during if indexing else after).append((recorder.published[(uri, version)] - sent) * 1000)
+        if len(during) > 10 * runs:
+            raise TimeoutError("the index was not ready")
+    return during, after
+
+
+async def baseline(folder: Path, runs: int) -> list[float]:
+    """didChange latencies of the same file in a workspace of its own (the
+    same server, the same machine load, nothing else to index)."""
+    folder.mkdir()
+    client, recorder, _ = await start(folder)
+    try:
+        await until(recorder, lambda: recorder.index_end is not None)
+        _, after = await edit_loop(client, recorder, (folder / "bench_5000.py").as_uri(), runs)
+    finally:
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+    return after
+
+
 async def run_once(workspace: Path, runs: int, refreshes: int) -> dict[str, object]:
     client, recorder, started = await start(workspace)
     try:
-        text = generate_file(seed=5000, lines=5000) + "".join(
-            PLANTED.format(i=i) for i in range(10)
-        )
         big = (workspace / "bench_5000.py").as_uri()
-        open_doc(client, big, text)
-        await until(recorder, lambda: (big, 1) in recorder.published)
-        lines = text.split("\n")
-        line = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].strip())
-        end = len(lines[line])
-        during: list[float] = []
-        after: list[float] = []
-        version = 1
-        while len(after) < runs:
-            version += 1
-            indexing = recorder.index_end is None
-            sent = time.perf_counter()
-            edit(client, big, version, line, end)
-            await until(recorder, lambda v=version: (big, v) in recorder.published)
-            (during if indexing else after).append(
-                (recorder.published[(big, version)] - sent) * 1000
-            )
-            if len(during) > 10 * runs:
-                raise TimeoutError("the index was not ready")
+        during, after = await edit_loop(client, recorder, big, runs)
         assert recorder.index_end is not None
         ready = recorder.index_end - started
         await asyncio.sleep(2)  # the steady state
@@ -229,7 +253,9 @@ def prepare(folder: Path, corpus: Path) -> Path:
     return workspace
 
 
-def table(cold: dict[str, object], warm: dict[str, object], meta: dict[str, str]) -> str:
+def table(
+    cold: dict[str, object], warm: dict[str, object], alone: list[float], meta: dict[str, str]
+) -> str:
     def ms(values: object, q: float) -> str:
         assert isinstance(values, list)
         return f"{percentile(values, q):.0f} ms" if values else "–"
@@ -255,6 +281,10 @@ def table(cold: dict[str, object], warm: dict[str, object], meta: dict[str, str]
             f"| {ms(warm[key], 95)} ({ms(warm[key], 50)}) "
             f"| {BUDGETS['change']:.0f} ms | {ok(p95, BUDGETS['change'])} |"
         )
+    rows.append(
+        f"| the same, in a workspace with nothing else to index (baseline, same load) "
+        f"| {ms(alone, 95)} ({ms(alone, 50)}) | | | |"
+    )
     rss_c, rss_w = float(cold["rss"]), float(warm["rss"])  # type: ignore[arg-type]
     rows.append(
         f"| server RSS, index built, 5,000-line file open | {rss_c:.0f} MB | {rss_w:.0f} MB "
@@ -320,15 +350,17 @@ async def main_async(args: argparse.Namespace) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="torchtrap-lsp-index-") as tmp:
         workspace = prepare(Path(tmp), Path(args.corpus))
+        alone = await baseline(Path(tmp) / "alone", args.runs)
         cold = await run_once(workspace, args.runs, args.refreshes)
         warm = await run_once(workspace, args.runs, args.refreshes)
+        alone += await baseline(Path(tmp) / "alone-again", args.runs)
     meta = {
         "runs": str(args.runs),
         "refreshes": str(args.refreshes),
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load": load,
     }
-    section = table(cold, warm, meta)
+    section = table(cold, warm, alone, meta)
     print(section)
     if args.write_docs:
         print(f"wrote {write_docs(section)}")

@@ -20,6 +20,7 @@ Everything here runs on the event loop except the parsing.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -84,14 +85,15 @@ class ProjectIndex:
         progress = _Progress(self.ls)
         pool = None
         try:
+            # A small workspace is indexed in a lint thread (a process costs
+            # more to start than it saves).
+            if await loop.run_in_executor(self.ls.lint_pool, _has_files, self.folders):
+                pool = _process_pool()
+            executor: Any = pool or self.ls.lint_pool
             layouts, warnings = await loop.run_in_executor(
-                self.ls.lint_pool, index_worker.discover, self.folders
+                executor, index_worker.discover, self.folders
             )
             await progress.begin(f"Indexing {len(layouts):,} files")
-            # A small workspace is parsed in a lint thread (a process costs
-            # more to start than it saves).
-            pool = _process_pool() if len(layouts) >= PROCESS_MIN_FILES else None
-            executor: Any = pool or self.ls.lint_pool
             paths = sorted(layouts)
             batches = [
                 [(p, layouts[p]) for p in paths[i : i + BATCH]] for i in range(0, len(paths), BATCH)
@@ -133,6 +135,10 @@ class ProjectIndex:
         self.files_indexed = len(results)
         first = not self.ready
         self.ready = True
+        # Thousands of long-lived summaries: keep the collections that follow
+        # each publish (server.py) from scanning them every time. (They hold
+        # no cycles: a replaced summary is still freed by reference counting.)
+        gc.freeze()
         progress.end(f"Indexed {len(results):,} files")
         changed = {
             root
@@ -289,6 +295,17 @@ def _imports(project: Project, importer: ModuleSummary, module: str) -> bool:
         resolved = project.resolve(ref, importer.path)
         if resolved is not None and (resolved == module or resolved.startswith(prefix)):
             return True
+    return False
+
+
+def _has_files(folders: list[str], count: int = PROCESS_MIN_FILES) -> bool:
+    """Whether the folders hold at least ``count`` Python files (stops there)."""
+    for folder in folders:
+        for _, dirs, files in os.walk(folder, onerror=lambda err: None):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            count -= sum(1 for name in files if name.endswith(".py"))
+            if count <= 0:
+                return True
     return False
 
 
