@@ -4,7 +4,10 @@ workspace, and open files are refreshed when a file they depend on changes
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from lsprotocol import types
 from tests.lsp.lsp_harness import Harness, session
 
 FLAT = Path(__file__).resolve().parents[1] / "projects" / "flat"
+SERVER = Path(__file__).resolve().parents[2] / "server"
 # datasets.py: `self.rng = ...` of Noisy (0-based line), loaded with
 # num_workers=4 in train.py.
 NOISY_RNG = 9
@@ -166,3 +170,34 @@ async def test_a_lone_file_outside_any_project_still_linted(tmp_path: Path) -> N
         diags = await h.diagnostics(uri, 1)
         tt101 = [d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG]
         assert tt101 and "no DataLoader visible in this file" in tt101[0].message
+
+
+async def test_a_large_workspace_is_indexed_in_a_process_and_cached(
+    flat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Enough modules for the indexing process (and its cache) to be used.
+    cache = flat.parent / "cache"
+    monkeypatch.setenv("TORCHTRAP_CACHE_DIR", str(cache))
+    for i in range(70):
+        (flat / f"filler_{i}.py").write_text(f"from datasets import Noisy\n\nVALUE = {i}\n")
+    async with session(flat) as h:
+        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+        await _wait_for(h, datasets, True)
+        info = await h.command("torchtrap.debugInfo")
+        assert info["projectIndex"]["files"] == 75
+    assert any(cache.rglob("check.pickle"))
+    # `torchtrap check` reads the cache the server wrote: same output as without it.
+    env = {**os.environ, "PYTHONPATH": str(SERVER)}
+    cached, fresh = (
+        subprocess.run(
+            [sys.executable, "-m", "torchtrap", "check", "--exit-zero", *extra, "."],
+            cwd=flat,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for extra in ([], ["--no-cache"])
+    )
+    assert "TT101" in cached.stdout and cached.stdout == fresh.stdout
+    assert "cache" not in cached.stderr
