@@ -88,21 +88,18 @@ async def start(root: Path) -> tuple[LanguageClient, Recorder, float]:
             recorder.index_end = time.perf_counter()
             recorder.event.set()
 
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def on_log(params: types.LogMessageParams) -> None:
-        pass
-
+    client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
     await client.start_io(sys.executable, "-m", "torchtrap.lsp")
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                window=types.WindowClientCapabilities(work_done_progress=True)
-            ),
-            root_uri=root.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(root.as_uri(), "bench")],
-            initialization_options={"debounceMs": 0},
-        )
+    # Progress support: the server reports "Indexing N files" (and its end).
+    window = types.WindowClientCapabilities(work_done_progress=True)
+    folder = types.WorkspaceFolder(root.as_uri(), "bench")
+    params = types.InitializeParams(
+        capabilities=types.ClientCapabilities(window=window),
+        root_uri=root.as_uri(),
+        workspace_folders=[folder],
+        initialization_options={"debounceMs": 0},
     )
+    await client.initialize_async(params)
     started = time.perf_counter()
     client.initialized(types.InitializedParams())
     return client, recorder, started

@@ -62,6 +62,21 @@ def _text(root: Path, name: str) -> str:
     return (root / name).read_text()
 
 
+async def _open_and_clear(h: Harness, flat: Path) -> tuple[str, str, str]:
+    """Open datasets.py and train.py, see the TT101 that names train.py's
+    DataLoader, then set `num_workers=0` there (unsaved) and see it cleared:
+    (datasets URI, train URI, train.py's original text)."""
+    datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+    train_text = _text(flat, "train.py")
+    train = h.open("train.py", train_text)
+    await _wait_for(h, datasets, True)
+    mark = len(h.publishes)
+    h.change(train, train_text.replace("num_workers=4", "num_workers=0"))
+    diags = await _wait_for(h, datasets, False, after=mark)
+    assert not any(d.code == "TT103" for d in diags)  # the GPU tensor: same loader
+    return datasets, train, train_text
+
+
 async def test_other_files_dataloader_and_related_link(flat: Path) -> None:
     async with session(flat) as h:
         uri = h.open("datasets.py", _text(flat, "datasets.py"))
@@ -78,49 +93,32 @@ async def test_other_files_dataloader_and_related_link(flat: Path) -> None:
 
 async def test_editing_an_open_file_refreshes_its_dependents(flat: Path) -> None:
     async with session(flat) as h:
-        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
-        train_text = _text(flat, "train.py")
-        train = h.open("train.py", train_text)
-        await _wait_for(h, datasets, True)
-        mark = len(h.publishes)
-        h.change(train, train_text.replace("num_workers=4", "num_workers=0"))
-        diags = await _wait_for(h, datasets, False, after=mark)
-        assert not any(d.code == "TT103" for d in diags)  # the GPU tensor: same loader
+        datasets, train, train_text = await _open_and_clear(h, flat)
         # ...and back: the squiggle returns.
         mark = len(h.publishes)
         h.change(train, train_text)
         await _wait_for(h, datasets, True, after=mark)
 
 
-async def test_a_closed_file_changed_on_disk(flat: Path) -> None:
+@pytest.mark.parametrize("deleted", [False, True])
+async def test_a_closed_file_changed_on_disk(flat: Path, deleted: bool) -> None:
     async with session(flat) as h:
         datasets = h.open("datasets.py", _text(flat, "datasets.py"))
         await _wait_for(h, datasets, True)
         train = flat / "train.py"
-        train.write_text(train.read_text().replace("num_workers=4", "num_workers=0"))
+        if deleted:
+            train.unlink()
+        else:
+            train.write_text(train.read_text().replace("num_workers=4", "num_workers=0"))
+        kind = types.FileChangeType.Deleted if deleted else types.FileChangeType.Changed
         mark = len(h.publishes)
         h.client.workspace_did_change_watched_files(
-            types.DidChangeWatchedFilesParams(
-                [types.FileEvent(train.as_uri(), types.FileChangeType.Changed)]
-            )
+            types.DidChangeWatchedFilesParams([types.FileEvent(train.as_uri(), kind)])
         )
-        await _wait_for(h, datasets, False, after=mark)
-
-
-async def test_a_deleted_file_leaves_the_project(flat: Path) -> None:
-    async with session(flat) as h:
-        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
-        await _wait_for(h, datasets, True)
-        train = flat / "train.py"
-        train.unlink()
-        mark = len(h.publishes)
-        h.client.workspace_did_change_watched_files(
-            types.DidChangeWatchedFilesParams(
-                [types.FileEvent(train.as_uri(), types.FileChangeType.Deleted)]
-            )
-        )
-        diags = await _wait_for(h, datasets, None, after=mark)
-        assert any("no DataLoader visible" in d.message for d in diags if d.code == "TT101")
+        # Deleted: the DataLoader is gone, and TT101 says what a single file shows.
+        diags = await _wait_for(h, datasets, None if deleted else False, after=mark)
+        if deleted:
+            assert any("no DataLoader visible" in d.message for d in diags if d.code == "TT101")
 
 
 async def test_a_syntax_error_keeps_the_last_good_summary(flat: Path) -> None:
@@ -150,13 +148,7 @@ async def test_a_syntax_error_keeps_the_last_good_summary(flat: Path) -> None:
 
 async def test_closing_an_edited_file_restores_the_disk_version(flat: Path) -> None:
     async with session(flat) as h:
-        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
-        train_text = _text(flat, "train.py")
-        train = h.open("train.py", train_text)
-        await _wait_for(h, datasets, True)
-        mark = len(h.publishes)
-        h.change(train, train_text.replace("num_workers=4", "num_workers=0"))
-        await _wait_for(h, datasets, False, after=mark)
+        datasets, train, _ = await _open_and_clear(h, flat)
         mark = len(h.publishes)
         h.close(train)  # unsaved: the file on disk still has num_workers=4
         await _wait_for(h, datasets, True, after=mark)
