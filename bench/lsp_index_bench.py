@@ -316,6 +316,10 @@ def table(
             f"{meta['runs']} didChange runs after the build, {meta['refreshes']} refreshes "
             f"per run. Machine: {meta['machine']}; load average at start {meta['load']}.",
             "",
+            "The baseline row is the same file and edits in a server with nothing",
+            "else to index, measured in the same run: on a machine shared with",
+            "other jobs it shows how much of a figure is the machine's load.",
+            "",
             "How: the workspace is parsed in one worker process (spawned, so the",
             "server's GIL stays free for the open files' lints; it exits when done);",
             "open files are linted alone until the index is ready, then again with it.",
