@@ -140,6 +140,7 @@ class Harness:
     applied_edits: list[types.WorkspaceEdit] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
+    registrations: list[types.Registration] = field(default_factory=list)
 
     def uri(self, name: str) -> str:
         return (self.root / name).as_uri()
@@ -288,7 +289,7 @@ async def session(
         return types.ApplyWorkspaceEditResult(applied=True)
 
     def on_register(ls: LanguageClient, params: types.RegistrationParams) -> None:
-        return None
+        harness.registrations.extend(params.registrations)
 
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish

@@ -100,6 +100,16 @@ async def test_editing_an_open_file_refreshes_its_dependents(flat: Path) -> None
         await _wait_for(h, datasets, True, after=mark)
 
 
+async def test_python_files_are_watched(flat: Path) -> None:
+    async with session(flat) as h:
+        (watch,) = [
+            r for r in h.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        ]
+        options = watch.register_options
+        patterns = {w["globPattern"] for w in options["watchers"]}  # type: ignore[index]
+        assert patterns == {"**/*.py", "**/pyproject.toml"}
+
+
 @pytest.mark.parametrize("deleted", [False, True])
 async def test_a_closed_file_changed_on_disk(flat: Path, deleted: bool) -> None:
     async with session(flat) as h:

@@ -159,7 +159,7 @@ class ProjectIndex:
             return
         if not self.ls.settings.on_type and state.published_version != self.ls.current_version(key):
             return
-        self.ls.request_lint(key, force=True)
+        self.ls.request_lint(key, 0, force=True)  # the change was debounced already
 
     # -- what a lint sees --------------------------------------------------------
     def layout(self, path: str) -> Layout | None:
