@@ -90,6 +90,7 @@ def register(server: TorchTrapServer) -> None:
         for state in ls.units.values():
             if state.timer is not None:
                 state.timer.cancel()
+        ls.index.stop()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

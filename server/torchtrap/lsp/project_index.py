@@ -65,6 +65,14 @@ class ProjectIndex:
         self.generation = 0  # a newer build makes an older one's results stale
         self.files_indexed = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._pool: Any = None  # the indexing process while it runs
+
+    def stop(self) -> None:
+        """On shutdown: drop the build in progress (its queued batches too)."""
+        self.generation += 1
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     # -- building --------------------------------------------------------------
     def start(self, folders: Iterable[str]) -> None:
@@ -88,7 +96,7 @@ class ProjectIndex:
             # A small workspace is indexed in a lint thread (a process costs
             # more to start than it saves).
             if await loop.run_in_executor(self.ls.lint_pool, _has_files, self.folders):
-                pool = _process_pool()
+                pool = self._pool = _process_pool()
             executor: Any = pool or self.ls.lint_pool
             layouts, warnings = await loop.run_in_executor(
                 executor, index_worker.discover, self.folders
@@ -117,6 +125,8 @@ class ProjectIndex:
         finally:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+                if self._pool is pool:
+                    self._pool = None
         if generation != self.generation or self.ls.closing:
             return
         for warning in dict.fromkeys(warnings):
