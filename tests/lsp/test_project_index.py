@@ -203,3 +203,23 @@ async def test_a_large_workspace_is_indexed_in_a_process_and_cached(
     )
     assert "TT101" in cached.stdout and cached.stdout == fresh.stdout
     assert "cache" not in cached.stderr
+
+
+async def test_a_new_file_joins_the_project(flat: Path) -> None:
+    async with session(flat) as h:
+        # Created after the index was built, not saved yet: its DataLoader counts.
+        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+        await _wait_for(h, datasets, True)
+        mark = len(h.publishes)
+        loader = h.open(
+            "more.py",
+            "from torch.utils.data import DataLoader\n"
+            "from datasets import Noisy\n\n"
+            "extra = DataLoader(Noisy(), num_workers=8)\n",
+        )
+        await h.diagnostics(loader, 1)
+        h.change(datasets, _text(flat, "datasets.py") + "\n")
+        diags = await h.diagnostics(datasets, 2, after=mark)
+        (tt101,) = [d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG]
+        related = {r.location.uri for r in tt101.related_information or []}
+        assert (flat / "more.py").as_uri() in related

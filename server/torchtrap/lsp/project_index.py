@@ -186,7 +186,7 @@ class ProjectIndex:
         None) before the index is ready or for a file outside it."""
         if not self.ready or snap.notebook or not snap.path:
             return None, None
-        layout = self.layout(snap.path)
+        layout = self.layout(snap.path) or self._new_layout(os.path.abspath(snap.path))
         if layout is None:
             return None, None
         return self.project(layout.root), layout.module
