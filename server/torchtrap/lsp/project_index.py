@@ -193,27 +193,29 @@ class ProjectIndex:
 
     def linted(self, snap: Snapshot, result: LintResult) -> bool:
         """Record an open document's summary (from its lint). True when the
-        document should be linted again: its lint saw the project with its
-        old summary, and what it defines or imports has changed since."""
+        document should be linted again: its lint saw the project without
+        it (a new file) or with an old summary that defines or imports
+        something else."""
         if result.summary is None or not snap.path:
             return False  # a syntax error keeps the last good summary
-        old = self.update(snap.path, result.summary)
-        return (
-            old is not None and result.project is not None and _shape(old) != _shape(result.summary)
+        seen = result.project.summary(snap.path) if result.project is not None else None
+        self.update(snap.path, result.summary)
+        return result.project is not None and (
+            seen is None or _shape(seen) != _shape(result.summary)
         )
 
     # -- changes -------------------------------------------------------------
-    def update(self, path: str, summary: ModuleSummary | None) -> ModuleSummary | None:
+    def update(self, path: str, summary: ModuleSummary | None) -> None:
         """A file's new summary (None: deleted); relints the other open
-        documents it may change. Returns the old summary when it changed."""
+        documents it may change."""
         path = os.path.abspath(path)
         layout = self.layouts.get(path)
         if layout is None:
-            return None
+            return
         files = self.summaries.setdefault(layout.root, {})
         old = files.get(path)
         if old == summary:
-            return None
+            return
         if summary is None:
             files.pop(path, None)
         else:
@@ -227,7 +229,6 @@ class ProjectIndex:
             mine = project.summary(other) if other != path else None
             if mine is not None and _linked(project, mine, [s for s in (old, summary) if s]):
                 self._relint(doc.uri)
-        return old
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         """Files created, changed or deleted outside the editor."""
