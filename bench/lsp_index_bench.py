@@ -247,6 +247,7 @@ def prepare(folder: Path, corpus: Path) -> Path:
     for name in CORPORA:
         shutil.copytree(corpus / name, workspace / name, symlinks=False)
     shutil.copytree(ROOT / "tests" / "projects" / "flat", workspace / "flat")
+    (workspace / "bench_5000.py").write_text(big_file(), encoding="utf-8")  # indexed too
     return workspace
 
 
