@@ -140,6 +140,7 @@ class Harness:
     applied_edits: list[types.WorkspaceEdit] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
+    registrations: list[types.Registration] = field(default_factory=list)
 
     def uri(self, name: str) -> str:
         return (self.root / name).as_uri()
@@ -253,6 +254,16 @@ class Harness:
         )
 
 
+async def _indexed(h: Harness, timeout: float = 30.0) -> None:
+    """Wait until the server has indexed the workspace (tests then see no
+    re-lint of their documents by the index build)."""
+    deadline = time.monotonic() + timeout
+    while not (await h.command("torchtrap.debugInfo"))["projectIndex"]["ready"]:
+        if time.monotonic() > deadline:
+            raise AssertionError("the workspace was not indexed")
+        await asyncio.sleep(0.02)
+
+
 @contextlib.asynccontextmanager
 async def session(
     root: Path,
@@ -279,7 +290,7 @@ async def session(
         return types.ApplyWorkspaceEditResult(applied=True)
 
     def on_register(ls: LanguageClient, params: types.RegistrationParams) -> None:
-        return None
+        harness.registrations.extend(params.registrations)
 
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
@@ -299,6 +310,7 @@ async def session(
     )
     harness.encoding = str(result.capabilities.position_encoding or "utf-16")
     try:
+        await _indexed(harness)
         yield harness
     finally:
         with contextlib.suppress(Exception):

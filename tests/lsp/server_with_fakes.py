@@ -14,4 +14,6 @@ fake_rules.install()
 
 from torchtrap.lsp import main  # noqa: E402
 
-raise SystemExit(main(sys.argv[1:]))
+# Guarded: the project index's worker process (spawn) imports this script.
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -251,6 +251,7 @@ def _version(package: str) -> str:
 
 def debug_info(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     """Versions, interpreter, settings and the config in force per open unit."""
+    from torchtrap.lsp.project_index import describe
     from torchtrap.rules import ALL_RULES
 
     configs = {}
@@ -291,6 +292,7 @@ def debug_info(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
             "probesRunning": len(ls.probe_cancels),
         },
         "probeResults": sorted(ls.probe_results),
+        "projectIndex": describe(ls.index),
         "configs": configs,
     }
     lines = ["# TorchTrap debug info", ""]

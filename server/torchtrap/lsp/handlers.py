@@ -36,6 +36,7 @@ def register(server: TorchTrapServer) -> None:
 
             ls.root_path = to_fs_path(params.workspace_folders[0].uri)
         ls.init_options_given = params.initialization_options is not None
+        ls.workspace_folders = _folders(params, ls.root_path)
         ls.update_settings(params.initialization_options)
         _install_log_forwarding(ls)
 
@@ -47,8 +48,13 @@ def register(server: TorchTrapServer) -> None:
                 types.Registration(
                     id="torchtrap-pyproject",
                     method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    # Python files too: the project index follows edits made
+                    # outside the editor (a git checkout).
                     register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                        watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                        watchers=[
+                            types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                            types.FileSystemWatcher(glob_pattern="**/*.py"),
+                        ]
                     ),
                 )
             )
@@ -74,6 +80,7 @@ def register(server: TorchTrapServer) -> None:
                 log.warning("client refused registrations: %s", err)
         if not ls.init_options_given and await _pull_settings(ls):
             ls.relint_all()
+        ls.index.start(ls.workspace_folders)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TorchTrapServer, params: None) -> None:
@@ -83,6 +90,7 @@ def register(server: TorchTrapServer) -> None:
         for state in ls.units.values():
             if state.timer is not None:
                 state.timer.cancel()
+        ls.index.stop()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -103,8 +111,12 @@ def register(server: TorchTrapServer) -> None:
     def did_change_watched_files(
         ls: TorchTrapServer, params: types.DidChangeWatchedFilesParams
     ) -> None:
-        ls.configs.clear()
-        ls.relint_all()
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            ls.configs.clear()
+            ls.relint_all()
+            ls.index.start(ls.workspace_folders)  # `src` and `exclude` may have changed
+        else:
+            ls.index.files_changed(params.changes)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchTrapServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -139,8 +151,10 @@ def register(server: TorchTrapServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchTrapServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if ls.docs.close(uri) is not None:
+        doc = ls.docs.close(uri)
+        if doc is not None:
             ls.forget(uri, [uri])
+            ls.index.closed(doc.path)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_open(ls: TorchTrapServer, params: types.DidOpenNotebookDocumentParams) -> None:
@@ -268,6 +282,15 @@ def register(server: TorchTrapServer) -> None:
         if result is not None and result.version != ls.current_version(key):
             result = None
         return hover.hover(result, uri, lines, params.position, ls.settings, ls.encoding)
+
+
+def _folders(params: types.InitializeParams, root_path: str | None) -> list[str]:
+    """The workspace folders' paths (the root path for an older client)."""
+    from pygls.uris import to_fs_path
+
+    folders = [to_fs_path(f.uri) for f in params.workspace_folders or []]
+    found = [f for f in folders if f]
+    return found or ([root_path] if root_path else [])
 
 
 def _wants(only: Any, kind: str) -> bool:

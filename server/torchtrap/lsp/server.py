@@ -38,6 +38,7 @@ from torchtrap.lsp.diagnostics import build_diagnostics
 from torchtrap.lsp.documents import DocumentStore, LineShift
 from torchtrap.lsp.notebooks import SELECTOR, NotebookStore
 from torchtrap.lsp.positions import UTF16, choose_encoding
+from torchtrap.lsp.project_index import ProjectIndex
 from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
 from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
 
@@ -167,6 +168,7 @@ class UnitState:
     dirty: bool = False
     result: LintResult | None = None
     published_version: int | None = None
+    forced: bool = False  # lint even if this version was published (other files changed)
 
 
 class TorchTrapServer(LanguageServer):
@@ -191,6 +193,7 @@ class TorchTrapServer(LanguageServer):
         self.lint_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchtrap-lint")
         self.encoding = UTF16
         self.root_path: str | None = None
+        self.workspace_folders: list[str] = []
         self.probe_results: dict[str, dict[str, Any]] = {}  # interpreter -> probe JSON
         self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event
         self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
@@ -200,6 +203,7 @@ class TorchTrapServer(LanguageServer):
         self.lint_count = 0  # for tests and debugInfo
         self._lints_since_gc = 0
         self.init_options_given = False
+        self.index = ProjectIndex(self)
 
     # -- capabilities ------------------------------------------------------
     def supports(self, dotted: str) -> bool:
@@ -302,6 +306,7 @@ class TorchTrapServer(LanguageServer):
         state = self.units.setdefault(key, UnitState())
         if force:
             state.published_version = None
+            state.forced = True
         if state.timer is not None:
             state.timer.cancel()
             state.timer = None
@@ -340,8 +345,9 @@ class TorchTrapServer(LanguageServer):
                 if not self.settings.enable:
                     self.publish_empty(key)
                     return
-                if state.published_version == snap.version:
+                if state.published_version == snap.version and not state.forced:
                     return  # already linted and published (e.g. by a code action)
+                state.forced = False
                 computed = await self.compute(snap)
                 if self.units.get(key) is not state:
                     return  # closed meanwhile: its state is gone, publish nothing
@@ -363,10 +369,11 @@ class TorchTrapServer(LanguageServer):
         settings, encoding, confirmed = self.settings, self.encoding, self.confirmed()
         if (too_big := self.too_big(snap)) is not None:
             return too_big
+        project, module = self.index.context(snap)
 
         def work() -> tuple[LintResult, dict[str, list[types.Diagnostic]]]:
             config = settings.apply(self.configs.get(snap.path, self.root_path))
-            result = compute(snap, config)
+            result = compute(snap, config, project, module)
             return result, build_diagnostics(result, settings, encoding, confirmed)
 
         try:
@@ -378,6 +385,8 @@ class TorchTrapServer(LanguageServer):
         self.lint_count += 1
         for warning in result[0].config.warnings:
             self.warn(warning)
+        if self.current_version(snap.key) == snap.version and self.index.linted(snap, result[0]):
+            return await self.compute(snap)  # its lint saw its old definitions
         return result
 
     def too_big(

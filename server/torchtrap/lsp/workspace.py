@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from torchtrap.config import Config
-from torchtrap.engine import lint
+from torchtrap.engine import analyse
 from torchtrap.findings import Finding, Position, Range
 from torchtrap.lsp.positions import split_lines
 from torchtrap.notebook import NotebookModule, lint_cells
+from torchtrap.project.index import Project
+from torchtrap.project.summary import ModuleSummary
 
 log = logging.getLogger("torchtrap.lsp")
 
@@ -52,6 +54,8 @@ class LintResult:
     lines: dict[str, list[str]] = field(default_factory=dict)  # URI -> LSP lines
     texts: dict[str, str] = field(default_factory=dict)  # URI -> text
     excluded: bool = False
+    summary: ModuleSummary | None = None  # for the project index (None: did not parse)
+    project: Project | None = None  # the project it was linted with
 
     @property
     def version(self) -> int:
@@ -82,17 +86,37 @@ class LintResult:
         return None
 
 
-def compute(snapshot: Snapshot, config: Config) -> LintResult:
-    """Lint a snapshot (runs in a worker thread; never raises for bad code)."""
+def compute(
+    snapshot: Snapshot,
+    config: Config,
+    project: Project | None = None,
+    module: tuple[str, bool] | None = None,
+) -> LintResult:
+    """Lint a snapshot (runs in a worker thread; never raises for bad code).
+    With a ``project`` (and the document's ``module`` name) rules see the
+    other files, and the result carries the document's own summary."""
     texts = {d.uri: d.text for d in snapshot.docs}
     lines = {uri: split_lines(text) for uri, text in texts.items()}
     if snapshot.path and config.is_excluded(snapshot.path):
         return LintResult(snapshot, config, [], lines=lines, texts=texts, excluded=True)
     if not snapshot.notebook:
-        findings = lint(snapshot.docs[0].text, snapshot.lint_path, config)
+        analysis = analyse(
+            snapshot.docs[0].text, snapshot.lint_path, config, project=project, module=module
+        )
+        findings = analysis.findings
         failed = any(f.is_syntax_error for f in findings)
         broken = frozenset({snapshot.key}) if failed else frozenset()
-        return LintResult(snapshot, config, findings, None, broken, lines, texts)
+        return LintResult(
+            snapshot,
+            config,
+            findings,
+            None,
+            broken,
+            lines,
+            texts,
+            summary=analysis.summary,
+            project=project,
+        )
     numbers = snapshot.cell_numbers
     result = lint_cells(
         [d.text for d in snapshot.docs],

@@ -1,0 +1,383 @@
+"""The project index in the language server: every module's summary, kept
+current, so that rules see other files (``ctx.project``) as in ``check``.
+
+- At start the workspace folders are indexed in a separate process (a
+  thread would hold the GIL and slow down the lints of open files), with
+  ``$/progress`` "Indexing N files"; ``.torchtrap_cache/`` entries of
+  unchanged files are reused. Until it is ready, open files are linted
+  alone; then all of them are linted again with the project.
+- An open document's summary comes from its own lint (the editor's text,
+  the same parse); a syntax error keeps its last good summary. Files
+  changed outside the editor (``workspace/didChangeWatchedFiles``) and
+  closed documents are summarised again from disk.
+- When a summary changes, the open documents linked to that module by an
+  import (either way: ``train.py`` imports ``datasets.py``, and TT101 in
+  ``datasets.py`` reads ``train.py``'s DataLoaders) are linted again.
+
+Everything here runs on the event loop except the parsing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from torchtrap.lsp import index_worker
+from torchtrap.lsp.index_worker import Layout
+from torchtrap.project.index import Project, module_key
+from torchtrap.project.summary import ModuleSummary
+
+if TYPE_CHECKING:
+    from torchtrap.lsp.server import TorchTrapServer
+    from torchtrap.lsp.workspace import LintResult, Snapshot
+
+log = logging.getLogger("torchtrap.lsp")
+
+# Files per batch sent to the indexing process (progress granularity).
+BATCH = 100
+# More changed files than this in one watched-files notification (a git
+# checkout) are summarised in a worker process, fewer in a lint thread.
+PROCESS_MIN_FILES = 64
+_SPAN = re.compile(r"Span\([^)]*\)")
+
+
+def _shape(summary: ModuleSummary) -> str:
+    """A summary without its positions: what the module defines and uses."""
+    return _SPAN.sub("", repr(summary))
+
+
+class ProjectIndex:
+    def __init__(self, ls: TorchTrapServer) -> None:
+        self.ls = ls
+        self.folders: list[str] = []
+        self.layouts: dict[str, Layout] = {}  # absolute path -> root, module, config
+        self.summaries: dict[str, dict[str, ModuleSummary]] = {}  # root -> path -> summary
+        self._projects: dict[str, Project] = {}  # built on first use after a change
+        self.ready = False
+        self.generation = 0  # a newer build makes an older one's results stale
+        self.files_indexed = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._pool: Any = None  # the indexing process while it runs
+
+    def stop(self) -> None:
+        """On shutdown: drop the build in progress (its queued batches too)."""
+        self.generation += 1
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    # -- building --------------------------------------------------------------
+    def start(self, folders: Iterable[str]) -> None:
+        """Index ``folders`` in the background (again, after a pyproject change)."""
+        self.folders = sorted({os.path.abspath(f) for f in folders if os.path.isdir(f)})
+        if not self.folders:
+            return
+        self.generation += 1
+        self._spawn(self._build(self.generation))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _build(self, generation: int) -> None:
+        loop = asyncio.get_running_loop()
+        progress = _Progress(self.ls)
+        pool = None
+        try:
+            # A small workspace is indexed in a lint thread (a process costs
+            # more to start than it saves).
+            if await loop.run_in_executor(self.ls.lint_pool, _has_files, self.folders):
+                pool = self._pool = _process_pool()
+            executor: Any = pool or self.ls.lint_pool
+            layouts, warnings = await loop.run_in_executor(
+                executor, index_worker.discover, self.folders
+            )
+            await progress.begin(f"Indexing {len(layouts):,} files")
+            paths = sorted(layouts)
+            batches = [
+                [(p, layouts[p]) for p in paths[i : i + BATCH]] for i in range(0, len(paths), BATCH)
+            ]
+            cache_root = self.folders[0]
+            futures = [
+                loop.run_in_executor(executor, index_worker.summarize_files, batch, cache_root)
+                for batch in batches
+            ]
+            results: list[tuple[str, ModuleSummary | None]] = []
+            for future in futures:
+                results.extend(await future)
+                done = len(results)
+                progress.report(f"Indexed {done:,}/{len(paths):,} files", done, len(paths))
+            warnings += await loop.run_in_executor(executor, index_worker.save_caches)
+        except Exception as err:  # never take the server down: lint files alone
+            log.exception("indexing the workspace failed")
+            progress.end("failed")
+            self.ls.warn(f"indexing the workspace failed: {err!r}; files are linted alone")
+            return
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+                if self._pool is pool:
+                    self._pool = None
+        if generation != self.generation or self.ls.closing:
+            return
+        for warning in dict.fromkeys(warnings):
+            self.ls.warn(warning)
+        editor = {os.path.abspath(d.path) for d in self.ls.docs if d.path}
+        old = self.summaries
+        self.layouts = layouts
+        self.summaries = {}
+        for path, summary in results:
+            root = layouts[path].root
+            kept = old.get(root, {}).get(path) if path in editor else None
+            chosen = kept or summary  # an open document's own summary wins
+            if chosen is not None:
+                self.summaries.setdefault(root, {})[path] = chosen
+        self._projects.clear()
+        self.files_indexed = len(results)
+        first = not self.ready
+        self.ready = True
+        # Thousands of long-lived summaries: keep the collections that follow
+        # each publish (server.py) from scanning them every time. (They hold
+        # no cycles: a replaced summary is still freed by reference counting.)
+        gc.freeze()
+        progress.end(f"Indexed {len(results):,} files")
+        changed = {
+            root
+            for root in self.summaries.keys() | old.keys()
+            if self.summaries.get(root) != old.get(root)
+        }
+        for doc in self.ls.docs:
+            layout = self.layout(doc.path) if doc.path else None
+            if layout is not None and (first or layout.root in changed):
+                self._relint(doc.uri)
+
+    def _relint(self, key: str) -> None:
+        """Lint an open document again because other files changed: not
+        while its own lint is pending (that one sees the change), and in
+        on-save mode not an unsaved version."""
+        state = self.ls.units.get(key)
+        if state is None or state.timer is not None:
+            return
+        if not self.ls.settings.on_type and state.published_version != self.ls.current_version(key):
+            return
+        self.ls.request_lint(key, 0, force=True)  # the change was debounced already
+
+    # -- what a lint sees --------------------------------------------------------
+    def layout(self, path: str) -> Layout | None:
+        return self.layouts.get(os.path.abspath(path))
+
+    def project(self, root: str) -> Project | None:
+        project = self._projects.get(root)
+        if project is None and root in self.summaries:
+            project = self._projects[root] = Project(self.summaries[root].values())
+        return project
+
+    def context(self, snap: Snapshot) -> tuple[Project | None, tuple[str, bool] | None]:
+        """(project, module name) to lint an open document with; (None,
+        None) before the index is ready or for a file outside it."""
+        if not self.ready or snap.notebook or not snap.path:
+            return None, None
+        layout = self.layout(snap.path) or self._new_layout(os.path.abspath(snap.path))
+        if layout is None:
+            return None, None
+        return self.project(layout.root), layout.module
+
+    def linted(self, snap: Snapshot, result: LintResult) -> bool:
+        """Record an open document's summary (from its lint). True when the
+        document should be linted again: its lint saw the project without
+        it (a new file) or with an old summary that defines or imports
+        something else."""
+        if result.summary is None or not snap.path:
+            return False  # a syntax error keeps the last good summary
+        seen = result.project.summary(snap.path) if result.project is not None else None
+        self.update(snap.path, result.summary)
+        return result.project is not None and (
+            seen is None or _shape(seen) != _shape(result.summary)
+        )
+
+    # -- changes -------------------------------------------------------------
+    def update(self, path: str, summary: ModuleSummary | None) -> None:
+        """A file's new summary (None: deleted); relints the other open
+        documents it may change."""
+        path = os.path.abspath(path)
+        layout = self.layouts.get(path)
+        if layout is None:
+            return
+        files = self.summaries.setdefault(layout.root, {})
+        old = files.get(path)
+        if old == summary:
+            return
+        if summary is None:
+            files.pop(path, None)
+        else:
+            files[path] = summary
+        self._projects.pop(layout.root, None)
+        project = self.project(layout.root)
+        for doc in self.ls.docs:
+            if project is None or doc.path is None or doc.uri not in self.ls.units:
+                continue
+            other = os.path.abspath(doc.path)
+            mine = project.summary(other) if other != path else None
+            if mine is not None and _linked(project, mine, [s for s in (old, summary) if s]):
+                self._relint(doc.uri)
+
+    def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
+        """Files created, changed or deleted outside the editor."""
+        if not self.ready:
+            return  # the build in progress reads them
+        from pygls.uris import to_fs_path
+
+        open_paths = {os.path.abspath(d.path) for d in self.ls.docs if d.path}
+        todo: list[tuple[str, Layout]] = []
+        for change in changes:
+            path = to_fs_path(change.uri) if change.uri.startswith("file:") else None
+            if not path or not path.endswith((".py", ".pyi")):
+                continue
+            path = os.path.abspath(path)
+            if path in open_paths:
+                continue  # the editor's text wins over the disk's
+            if change.type == types.FileChangeType.Deleted:
+                self.update(path, None)
+                continue
+            layout = self.layouts.get(path) or self._new_layout(path)
+            if layout is not None:
+                todo.append((path, layout))
+        if todo:
+            self._spawn(self._resummarize(todo))
+
+    def closed(self, path: str | None) -> None:
+        """An open document was closed: the disk's text counts again."""
+        if path and self.ready and self.layout(path) is not None:
+            self.files_changed([types.FileEvent(Path(path).as_uri(), types.FileChangeType.Changed)])
+
+    async def _resummarize(self, todo: list[tuple[str, Layout]]) -> None:
+        loop = asyncio.get_running_loop()
+        pool = _process_pool() if len(todo) >= PROCESS_MIN_FILES else None
+        try:
+            results = await loop.run_in_executor(
+                pool or self.ls.lint_pool, index_worker.summarize_files, todo, None
+            )
+        except Exception:
+            log.exception("summarising changed files failed")
+            return
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False)
+        for path, summary in results:
+            if summary is not None or not os.path.exists(path):
+                self.update(path, summary)  # a syntax error keeps the last summary
+
+    def _new_layout(self, path: str) -> Layout | None:
+        """A file created in a workspace folder after the index was built."""
+        folder = next((f for f in self.folders if path.startswith(os.path.join(f, ""))), None)
+        if folder is None:
+            return None
+        layout = index_worker.layout_of(path, folder)
+        if layout is not None:
+            self.layouts[path] = layout
+        return layout
+
+
+def _linked(project: Project, doc: ModuleSummary, changed: list[ModuleSummary]) -> bool:
+    """Whether ``doc`` imports one of ``changed``'s modules or one of them
+    imports ``doc``'s module (directly, or through a re-export)."""
+    doc_key = module_key(doc)
+    for summary in changed:
+        key = module_key(summary)
+        if _imports(project, doc, key) or _imports(project, summary, doc_key):
+            return True
+    return False
+
+
+def _imports(project: Project, importer: ModuleSummary, module: str) -> bool:
+    prefix = module + "."
+    for ref in (*importer.imports.values(), *importer.star_imports):
+        if ref == module or ref.startswith(prefix):
+            return True
+        resolved = project.resolve(ref, importer.path)
+        if resolved is not None and (resolved == module or resolved.startswith(prefix)):
+            return True
+    return False
+
+
+def _has_files(folders: list[str], count: int = PROCESS_MIN_FILES) -> bool:
+    """Whether the folders hold at least ``count`` Python files (stops there)."""
+    for folder in folders:
+        for _, dirs, files in os.walk(folder, onerror=lambda err: None):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            count -= sum(1 for name in files if name.endswith(".py"))
+            if count <= 0:
+                return True
+    return False
+
+
+def _process_pool() -> Any:
+    """A one-process pool for parsing (None where processes are not
+    available: the lint threads do it, more slowly)."""
+    try:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=index_worker.quiet,
+        )
+    except (ImportError, OSError, NotImplementedError):
+        return None
+
+
+class _Progress:
+    """``$/progress`` for the index build, when the client supports it."""
+
+    def __init__(self, ls: TorchTrapServer) -> None:
+        self.ls = ls
+        self.token: str | None = None
+
+    async def begin(self, title: str) -> None:
+        log.info(title)
+        if not self.ls.supports("window.work_done_progress") or self.ls.closing:
+            return
+        token = f"torchtrap-index-{id(self)}"
+        try:
+            await self.ls.work_done_progress.create_async(token)
+        except Exception:  # the client refused: index without progress
+            return
+        self.token = token
+        self.ls.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title="TorchTrap", message=title, percentage=0)
+        )
+
+    def report(self, message: str, done: int, total: int) -> None:
+        if self.token is None or self.ls.closing:
+            return
+        percentage = int(100 * done / total) if total else None
+        self.ls.work_done_progress.report(
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+        )
+
+    def end(self, message: str) -> None:
+        if self.token is None or self.ls.closing:
+            return
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)
+        self.token = None
+
+
+def describe(index: ProjectIndex) -> dict[str, Any]:
+    """For ``torchtrap.debugInfo``."""
+    return {
+        "ready": index.ready,
+        "folders": index.folders,
+        "files": index.files_indexed,
+        "roots": {root: len(files) for root, files in sorted(index.summaries.items())},
+    }

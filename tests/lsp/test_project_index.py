@@ -1,0 +1,225 @@
+"""The project index over real LSP stdio: rules see the other files of the
+workspace, and open files are refreshed when a file they depend on changes
+(in the editor, on disk, or broken by a syntax error)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from tests.lsp.lsp_harness import Harness, session
+
+FLAT = Path(__file__).resolve().parents[1] / "projects" / "flat"
+SERVER = Path(__file__).resolve().parents[2] / "server"
+# datasets.py: `self.rng = ...` of Noisy (0-based line), loaded with
+# num_workers=4 in train.py.
+NOISY_RNG = 9
+
+
+@pytest.fixture
+def flat(tmp_path: Path) -> Path:
+    target = tmp_path / "flat"
+    shutil.copytree(FLAT, target)
+    return target
+
+
+async def _wait_for(
+    h: Harness, uri: str, want: bool | None, after: int = 0, timeout: float = 20
+) -> list[types.Diagnostic]:
+    """The first diagnostics for ``uri`` published from ``after`` on that
+    have a TT101 on Noisy's generator naming train.py's DataLoader
+    (``want``), no TT101 there (not ``want``), or the single-file one that
+    names no other file (None)."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        for publish in h.publishes[after:]:
+            if publish.uri != uri:
+                continue
+            here = [
+                d
+                for d in publish.diagnostics
+                if d.code == "TT101" and d.range.start.line == NOISY_RNG
+            ]
+            remote = any("train.py" in d.message for d in here)
+            if (want and remote) or (want is False and not here) or (want is None and not remote):
+                return publish.diagnostics
+        if time.monotonic() > deadline:
+            seen = [(p.uri.rsplit("/", 1)[-1], p.version) for p in h.publishes]
+            raise AssertionError(f"no publish for {uri} with TT101={want}; got {seen}")
+        await asyncio.sleep(0.02)
+
+
+def _text(root: Path, name: str) -> str:
+    return (root / name).read_text()
+
+
+async def _open_and_clear(h: Harness, flat: Path) -> tuple[str, str, str]:
+    """Open datasets.py and train.py, see the TT101 that names train.py's
+    DataLoader, then set `num_workers=0` there (unsaved) and see it cleared:
+    (datasets URI, train URI, train.py's original text)."""
+    datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+    train_text = _text(flat, "train.py")
+    train = h.open("train.py", train_text)
+    await _wait_for(h, datasets, True)
+    mark = len(h.publishes)
+    h.change(train, train_text.replace("num_workers=4", "num_workers=0"))
+    diags = await _wait_for(h, datasets, False, after=mark)
+    assert not any(d.code == "TT103" for d in diags)  # the GPU tensor: same loader
+    return datasets, train, train_text
+
+
+async def test_other_files_dataloader_and_related_link(flat: Path) -> None:
+    async with session(flat) as h:
+        uri = h.open("datasets.py", _text(flat, "datasets.py"))
+        diags = await _wait_for(h, uri, True)
+        found = next(d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG)
+        assert "train.py:5" in found.message
+        related = found.related_information or []
+        assert [r.location.uri for r in related] == [(flat / "train.py").as_uri()]
+        assert related[0].location.range.start.line == 4  # train.py:5, 0-based
+        reports = [v for values in h.client.progress_reports.values() for v in values]
+        begins = [v for v in reports if isinstance(v, types.WorkDoneProgressBegin)]
+        assert any((b.message or "").startswith("Indexing 5 files") for b in begins)
+
+
+async def test_editing_an_open_file_refreshes_its_dependents(flat: Path) -> None:
+    async with session(flat) as h:
+        datasets, train, train_text = await _open_and_clear(h, flat)
+        # ...and back: the squiggle returns.
+        mark = len(h.publishes)
+        h.change(train, train_text)
+        await _wait_for(h, datasets, True, after=mark)
+
+
+async def test_python_files_are_watched(flat: Path) -> None:
+    async with session(flat) as h:
+        (watch,) = [
+            r for r in h.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        ]
+        options = watch.register_options
+        patterns = {w["globPattern"] for w in options["watchers"]}  # type: ignore[index]
+        assert patterns == {"**/*.py", "**/pyproject.toml"}
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+async def test_a_closed_file_changed_on_disk(flat: Path, deleted: bool) -> None:
+    async with session(flat) as h:
+        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+        await _wait_for(h, datasets, True)
+        train = flat / "train.py"
+        if deleted:
+            train.unlink()
+        else:
+            train.write_text(train.read_text().replace("num_workers=4", "num_workers=0"))
+        kind = types.FileChangeType.Deleted if deleted else types.FileChangeType.Changed
+        mark = len(h.publishes)
+        h.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams([types.FileEvent(train.as_uri(), kind)])
+        )
+        # Deleted: the DataLoader is gone, and TT101 says what a single file shows.
+        diags = await _wait_for(h, datasets, None if deleted else False, after=mark)
+        if deleted:
+            assert any("no DataLoader visible" in d.message for d in diags if d.code == "TT101")
+
+
+async def test_a_syntax_error_keeps_the_last_good_summary(flat: Path) -> None:
+    async with session(flat) as h:
+        datasets_text = _text(flat, "datasets.py")
+        datasets = h.open("datasets.py", datasets_text)
+        train_text = _text(flat, "train.py")
+        train = h.open("train.py", train_text)
+        await _wait_for(h, datasets, True)
+        # Broken mid-edit, with the loader gone: the last good summary stays.
+        broken = train_text.replace("num_workers=4)", "num_workers=0").replace(
+            "train = DataLoader", "train = (DataLoader"
+        )
+        version = h.change(train, broken)
+        assert any(d.code == "TT000" for d in await h.diagnostics(train, version))
+        version = h.change(datasets, datasets_text + "\n# touched\n")
+        diags = await h.diagnostics(datasets, version)
+        assert any(
+            d.code == "TT101" and d.range.start.line == NOISY_RNG and "train.py:5" in d.message
+            for d in diags
+        )
+        # Once it parses again, its new summary counts.
+        mark = len(h.publishes)
+        h.change(train, train_text.replace("num_workers=4", "num_workers=0"))
+        await _wait_for(h, datasets, False, after=mark)
+
+
+async def test_closing_an_edited_file_restores_the_disk_version(flat: Path) -> None:
+    async with session(flat) as h:
+        datasets, train, _ = await _open_and_clear(h, flat)
+        mark = len(h.publishes)
+        h.close(train)  # unsaved: the file on disk still has num_workers=4
+        await _wait_for(h, datasets, True, after=mark)
+
+
+async def test_a_lone_file_outside_any_project_still_linted(tmp_path: Path) -> None:
+    # Near miss: no workspace folder to index; the file is linted alone.
+    text = _text(FLAT, "datasets.py")
+    async with session(tmp_path) as h:
+        uri = h.open("datasets.py", text)
+        diags = await h.diagnostics(uri, 1)
+        tt101 = [d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG]
+        assert tt101 and "no DataLoader visible in this file" in tt101[0].message
+
+
+async def test_a_large_workspace_is_indexed_in_a_process_and_cached(
+    flat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Enough modules for the indexing process (and its cache) to be used.
+    cache = flat.parent / "cache"
+    monkeypatch.setenv("TORCHTRAP_CACHE_DIR", str(cache))
+    for i in range(70):
+        (flat / f"filler_{i}.py").write_text(f"from datasets import Noisy\n\nVALUE = {i}\n")
+    async with session(flat) as h:
+        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+        await _wait_for(h, datasets, True)
+        info = await h.command("torchtrap.debugInfo")
+        assert info["projectIndex"]["files"] == 75
+    assert any(cache.rglob("check.pickle"))
+    # `torchtrap check` reads the cache the server wrote: same output as without it.
+    env = {**os.environ, "PYTHONPATH": str(SERVER)}
+    cached, fresh = (
+        subprocess.run(
+            [sys.executable, "-m", "torchtrap", "check", "--exit-zero", *extra, "."],
+            cwd=flat,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for extra in ([], ["--no-cache"])
+    )
+    assert "TT101" in cached.stdout and cached.stdout == fresh.stdout
+    assert "cache" not in cached.stderr
+
+
+async def test_a_new_file_joins_the_project(flat: Path) -> None:
+    async with session(flat) as h:
+        # Created after the index was built, not saved yet: its DataLoader counts.
+        datasets = h.open("datasets.py", _text(flat, "datasets.py"))
+        await _wait_for(h, datasets, True)
+        mark = len(h.publishes)
+        loader = h.open(
+            "more.py",
+            "from torch.utils.data import DataLoader\n"
+            "from datasets import Noisy\n\n"
+            "extra = DataLoader(Noisy(), num_workers=8)\n",
+        )
+        await h.diagnostics(loader, 1)
+        h.change(datasets, _text(flat, "datasets.py") + "\n")
+        diags = await h.diagnostics(datasets, 2, after=mark)
+        (tt101,) = [d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG]
+        related = {r.location.uri for r in tt101.related_information or []}
+        assert (flat / "more.py").as_uri() in related
