@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+import torchtrap
 from torchtrap.facts import ModuleFacts, Workers
 
 
@@ -86,3 +87,29 @@ def test_dataloader_workers(call: str, workers: Workers) -> None:
     (loader,) = f.dataloaders
     assert loader.workers is workers
     assert loader.dataset_class is not None and loader.dataset_class.name == "DS"
+
+
+def test_node_index_holds_every_node_with_its_parent() -> None:
+    """The index skips fields that hold no node (identifiers, constants,
+    flags) and operator singletons; every other node must be there, once,
+    with its parent, as ast.walk sees it (the package's own code, plus a
+    3.12 type alias, whose `name` is a node)."""
+    import sys
+    from pathlib import Path
+
+    from torchtrap.facts.index import NodeIndex, parent
+
+    singletons = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+    sources = [p.read_text(encoding="utf-8") for p in Path(torchtrap.__file__).parent.rglob("*.py")]
+    if sys.version_info >= (3, 12):
+        sources.append("type Pair[T] = tuple[T, T]\n")
+    for source in sources:
+        tree = ast.parse(source)
+        index = NodeIndex(tree)
+        indexed = [n for nodes in index._by_type.values() for n in nodes]
+        walked = [n for n in ast.walk(tree) if not isinstance(n, singletons)]
+        assert len(indexed) == len(walked) and {id(n) for n in indexed} == {id(n) for n in walked}
+        for node in walked:
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, singletons):
+                    assert parent(child) is node

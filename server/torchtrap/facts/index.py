@@ -22,10 +22,23 @@ _PARENT = "_tt_parent"
 # shares one instance of each across the tree, so they must not get a parent.
 # Skipping them also skips a third of all nodes.
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+# Fields that hold identifiers, numbers or flags, never a node: not worth a
+# getattr and a type check on every node. (`name` is a node in 3.12's
+# TypeAlias, so it is skipped only where it is a string.)
+_SCALAR_FIELDS = frozenset(
+    {"id", "attr", "arg", "module", "level", "kind", "type_comment", "conversion", "is_async"}
+    | {"simple"}
+)
+_NODE_NAMED = (getattr(ast, "TypeAlias", None),)
 
 
 def _child_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
-    return tuple(f for f in reversed(node_type._fields) if f not in _LEAF_FIELDS)
+    skip = _LEAF_FIELDS | _SCALAR_FIELDS
+    if node_type not in _NODE_NAMED:
+        skip |= {"name"}
+    if node_type is ast.Constant:
+        skip |= {"value"}  # a Python constant, never a node
+    return tuple(f for f in reversed(node_type._fields) if f not in skip)
 
 
 # Shared by every index: a node type's fields never change (per file it cost
@@ -41,6 +54,7 @@ class NodeIndex:
         stack: list[ast.AST] = [tree]
         pop, push = stack.pop, stack.append
         fields_of = _FIELDS_OF
+        node_class = ast.AST
         while stack:
             node = pop()
             node_type = type(node)
@@ -50,18 +64,22 @@ class NodeIndex:
                 fields = fields_of[node_type] = _child_fields(node_type)
             # A weak parent link: with strong links every tree is a web of
             # cycles that only a full garbage collection frees, which cost more
-            # than the rules themselves on large trees.
-            ref = weakref.ref(node)
+            # than the rules themselves on large trees. Made at the first
+            # child: most nodes (names, constants) have none.
+            ref: weakref.ref[ast.AST] | None = None
             # Push in reverse so that pop() yields children in source order.
             for name in fields:
                 value = getattr(node, name, None)
                 if value.__class__ is list:
-                    for i in range(len(value) - 1, -1, -1):
-                        item = value[i]
-                        if isinstance(item, ast.AST):
+                    for item in reversed(value):
+                        if isinstance(item, node_class):
+                            if ref is None:
+                                ref = weakref.ref(node)
                             setattr(item, _PARENT, ref)
                             push(item)
-                elif isinstance(value, ast.AST):
+                elif isinstance(value, node_class):
+                    if ref is None:
+                        ref = weakref.ref(node)
                     setattr(value, _PARENT, ref)
                     push(value)
         self._by_type = by_type
