@@ -29,7 +29,7 @@ from torchtrap.config import Config
 from torchtrap.discovery import ConfigLookup
 from torchtrap.output import FileReport
 from torchtrap.project.build import MAX_PROJECT_FILES, layout_for, project_files
-from torchtrap.project.cache import Cache, Entry, entry_key
+from torchtrap.project.cache import Cache, Entry, entry_key, rules_key
 from torchtrap.project.index import PENDING, Project
 from torchtrap.project.layout import module_name
 from torchtrap.project.summary import ModuleSummary
@@ -142,7 +142,7 @@ def project_items(
         # One layout per folder: pathlib per file costs more than the cache saves.
         key = (os.path.dirname(path), id(config))
         if key not in layouts:
-            root, sources = _layout(Path(path), config, fallback)
+            root, sources = file_layout(Path(path), config, fallback)
             layouts[key] = (str(root), sources)
         return layouts[key]
 
@@ -177,7 +177,7 @@ def project_items(
     return items
 
 
-def _layout(path: Path, config: Config, fallback: Path | None) -> tuple[Path, list[Path]]:
+def file_layout(path: Path, config: Config, fallback: Path | None) -> tuple[Path, list[Path]]:
     root, sources = layout_for(path, config)
     if config.root is None and fallback is not None and root == path.parent:
         # No marker above the file: the folder named on the command line.
@@ -191,11 +191,10 @@ def _layout(path: Path, config: Config, fallback: Path | None) -> tuple[Path, li
 def run(items: list[Item], options: Options) -> list[FileReport]:
     """Reports for the checked items, in their order."""
     from torchtrap.engine import unreadable_finding
-    from torchtrap.rules import ALL_RULES
 
     cache = options.cache
     fix_mode = options.fix or options.diff
-    rules = repr([(r.code, r.__module__, r.__qualname__) for r in ALL_RULES])
+    rules = rules_key()
     unreadable = 0
     for item in items:
         if item.path.endswith(".ipynb"):

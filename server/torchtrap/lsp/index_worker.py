@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchtrap.config import Config
-from torchtrap.project.cache import CACHE_DIR_NAME, Cache, Entry, entry_key
+from torchtrap.project.cache import CACHE_DIR_NAME, Cache, Entry, entry_key, rules_key
 from torchtrap.project.summary import ModuleSummary
 
 
@@ -52,23 +52,15 @@ def discover(folders: list[str]) -> tuple[dict[str, Layout], list[str]]:
 def layout_of(path: str, folder: str) -> Layout | None:
     """The layout of one file of ``folder`` (a file created after the index
     was built); None when ``exclude`` leaves it out."""
-    from torchtrap.checker import _layout
+    from torchtrap.checker import file_layout
     from torchtrap.discovery import ConfigLookup
     from torchtrap.project.layout import module_name
 
     config = ConfigLookup()(Path(path).parent)
     if config.is_excluded(path):
         return None
-    root, sources = _layout(Path(path), config, Path(folder))
+    root, sources = file_layout(Path(path), config, Path(folder))
     return Layout(str(root), module_name(path, sources), config)
-
-
-def rules_key() -> str:
-    """The rule set part of a cache key, as ``check`` computes it (entries
-    are shared with ``check``)."""
-    from torchtrap.rules import ALL_RULES
-
-    return repr([(r.code, r.__module__, r.__qualname__) for r in ALL_RULES])
 
 
 def cache_folder(root: str) -> Path:

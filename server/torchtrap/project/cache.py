@@ -69,6 +69,14 @@ class Entry:
     project_findings: list[Finding] | None = None
 
 
+def rules_key() -> str:
+    """The rule set part of an entry's key: ``check`` and the language
+    server share entries, so both must compute it here."""
+    from torchtrap.rules import ALL_RULES
+
+    return repr([(r.code, r.__module__, r.__qualname__) for r in ALL_RULES])
+
+
 def entry_key(data: bytes, config: Config, module: tuple[str, bool], rules: str = "") -> str:
     """The file's bytes, its config, its module name and the rule set
     (``rules``: e.g. the codes and classes of ALL_RULES)."""
