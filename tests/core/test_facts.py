@@ -113,3 +113,37 @@ def test_node_index_holds_every_node_with_its_parent() -> None:
             for child in ast.iter_child_nodes(node):
                 if not isinstance(child, singletons):
                     assert parent(child) is node
+
+
+def test_walk_and_walk_scope_match_the_standard_library_order() -> None:
+    """``walk`` replaces ``ast.walk`` everywhere (rules may take the first
+    match): same nodes in the same breadth-first order, less the operator
+    singletons; ``walk_scope`` the same depth-first order as before."""
+    import sys
+    from pathlib import Path
+
+    from torchtrap.facts.index import SCOPE_TYPES, walk, walk_scope
+
+    singletons = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+    def reference_scope(scope: ast.AST) -> list[ast.AST]:
+        out, stack = [], list(ast.iter_child_nodes(scope))
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            if not isinstance(node, SCOPE_TYPES):
+                stack.extend(ast.iter_child_nodes(node))
+        return [n for n in out if not isinstance(n, singletons)]
+
+    sources = [p.read_text(encoding="utf-8") for p in Path(torchtrap.__file__).parent.rglob("*.py")]
+    if sys.version_info >= (3, 12):
+        sources.append("type Pair[T] = tuple[T, T]\n")
+    for source in sources:
+        tree = ast.parse(source)
+        expected = [n for n in ast.walk(tree) if not isinstance(n, singletons)]
+        got = list(walk(tree))
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected, strict=True))
+        for scope in (n for n in expected if isinstance(n, SCOPE_TYPES)):
+            want = reference_scope(scope)
+            seen = list(walk_scope(scope))
+            assert len(seen) == len(want) and all(a is b for a, b in zip(seen, want, strict=True))

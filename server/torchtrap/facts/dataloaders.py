@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.index import NodeIndex, enclosing_scope, parent, walk_scope
+from torchtrap.facts.index import NodeIndex, enclosing_scope, parent, walk, walk_scope
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -162,7 +162,7 @@ def resolve_value(expr: ast.expr, at: ast.AST, module: ast.Module) -> ast.expr:
     ):
         cls = next((a for a in _ancestors(at) if isinstance(a, ast.ClassDef)), None)
         if cls is not None:
-            for node in ast.walk(cls):
+            for node in walk(cls):
                 if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute)
                     and isinstance(t.value, ast.Name)

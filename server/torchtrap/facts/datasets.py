@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.dataloaders import DataLoaderCall, LoaderUse, Workers, resolve_value
-from torchtrap.facts.index import enclosing_scope, parent, walk_scope
+from torchtrap.facts.index import enclosing_scope, parent, walk, walk_scope
 from torchtrap.facts.remote import remote_where
 from torchtrap.source import SourceText
 
@@ -84,7 +84,7 @@ class DatasetView:
                     continue
                 seen[id(fn)] = fn
                 me = self_name(fn)
-                for node in ast.walk(fn):
+                for node in walk(fn):
                     if not isinstance(node, ast.Attribute):
                         continue
                     target: FunctionNode | None = None
@@ -149,7 +149,7 @@ def self_stores(fn: FunctionNode) -> Iterator[tuple[str, ast.stmt, ast.expr, ast
     me = self_name(fn)
     if me is None:
         return
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 attr = self_attribute(target, me)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ast
 
-from torchtrap.facts.index import ancestors
+from torchtrap.facts.index import ancestors, walk
 
 _VERSION_WORDS = ("version", "PY2", "PY3", "PY27")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _mentions_version(test: ast.expr) -> bool:
-    for node in ast.walk(test):
+    for node in walk(test):
         name = (
             node.attr
             if isinstance(node, ast.Attribute)

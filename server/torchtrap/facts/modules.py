@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
-from torchtrap.facts.index import enclosing_function, parent
+from torchtrap.facts.index import enclosing_function, parent, walk
 from torchtrap.facts.tensors import MODULE_SELF_METHODS, TensorFacts, words
 
 # torch.nn layers whose forward depends on `module.training`.
@@ -90,7 +90,7 @@ class ModelFacts:
             return self._layers[info.name]
         self._layers[info.name] = []  # cycle guard
         found: list[ast.AST] = []
-        for node in ast.walk(info.node):
+        for node in walk(info.node):
             if isinstance(node, ast.Call) and node is not info.node:
                 found.extend(self._layers_of_call(node))
             if found:
@@ -291,4 +291,3 @@ def _parent_class_of(node: ast.AST) -> ast.ClassDef | None:
             return cls
         function = enclosing_function(function)
     return None
-

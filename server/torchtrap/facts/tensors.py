@@ -167,35 +167,41 @@ def _root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _bind_target(
+    bindings: defaultdict[str, list[Binding]],
+    mutations: defaultdict[str, list[Pos]],
+    target: ast.AST,
+    value: ast.expr | None,
+    stmt: ast.AST,
+    path: tuple[int, ...] = (),
+    loop_iter: ast.expr | None = None,
+    annotation: ast.expr | None = None,
+) -> None:
+    # A module-level function, not a closure in _collect: a recursive closure
+    # is a reference cycle that would keep the bindings (and through them the
+    # syntax tree) alive until a full garbage collection.
+    if isinstance(target, ast.Name):
+        bindings[target.id].append(
+            Binding(target.id, _pos(stmt), stmt, value, annotation, loop_iter, path)
+        )
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+        if elts is not None and len(elts) != len(target.elts):
+            elts = None
+        for i, elt in enumerate(target.elts):
+            sub = elts[i] if elts is not None and loop_iter is None else None
+            _bind_target(bindings, mutations, elt, sub, stmt, (*path, i), loop_iter)
+    elif isinstance(target, ast.Starred):
+        _bind_target(bindings, mutations, target.value, None, stmt, (*path, -1), loop_iter)
+    elif isinstance(target, ast.Subscript):
+        root = _root_name(target)
+        if root is not None:
+            mutations[root].append(_pos(stmt))
+
+
 def _collect(scope: ast.AST) -> ScopeTable:
     bindings: defaultdict[str, list[Binding]] = defaultdict(list)
     mutations: defaultdict[str, list[Pos]] = defaultdict(list)
-
-    def bind_target(
-        target: ast.AST,
-        value: ast.expr | None,
-        stmt: ast.AST,
-        path: tuple[int, ...] = (),
-        loop_iter: ast.expr | None = None,
-        annotation: ast.expr | None = None,
-    ) -> None:
-        if isinstance(target, ast.Name):
-            bindings[target.id].append(
-                Binding(target.id, _pos(stmt), stmt, value, annotation, loop_iter, path)
-            )
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
-            if elts is not None and len(elts) != len(target.elts):
-                elts = None
-            for i, elt in enumerate(target.elts):
-                sub = elts[i] if elts is not None and loop_iter is None else None
-                bind_target(elt, sub, stmt, (*path, i), loop_iter)
-        elif isinstance(target, ast.Starred):
-            bind_target(target.value, None, stmt, (*path, -1), loop_iter)
-        elif isinstance(target, ast.Subscript):
-            root = _root_name(target)
-            if root is not None:
-                mutations[root].append(_pos(stmt))
 
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         args = scope.args
@@ -207,22 +213,26 @@ def _collect(scope: ast.AST) -> ScopeTable:
     for node in walk_scope(scope):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                bind_target(target, node.value, node)
+                _bind_target(bindings, mutations, target, node.value, node)
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
-                bind_target(node.target, node.value, node, annotation=node.annotation)
+                _bind_target(
+                    bindings, mutations, node.target, node.value, node, annotation=node.annotation
+                )
         elif isinstance(node, ast.AugAssign):
             root = _root_name(node.target)
             if root is not None:
                 mutations[root].append(_pos(node))
         elif isinstance(node, ast.NamedExpr):
-            bind_target(node.target, node.value, enclosing_statement(node) or node)
+            _bind_target(
+                bindings, mutations, node.target, node.value, enclosing_statement(node) or node
+            )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            bind_target(node.target, None, node, loop_iter=node.iter)
+            _bind_target(bindings, mutations, node.target, None, node, loop_iter=node.iter)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if item.optional_vars is not None:
-                    bind_target(item.optional_vars, None, node)
+                    _bind_target(bindings, mutations, item.optional_vars, None, node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 name = (alias.asname or alias.name).split(".", 1)[0]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
-from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope
+from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, walk
 from torchtrap.facts.tensors import Kind, TensorFacts
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> Data
             loaders[param] = loader
     if not loaders:
         return None
-    for node in ast.walk(fn):
+    for node in walk(fn):
         for expr in _iterated(node):
             if isinstance(expr, ast.Name) and expr.id in loaders:
                 return loaders[expr.id]
@@ -227,12 +227,10 @@ def fork_only(loader: DataLoaderCall, facts: ModuleFacts) -> bool:
     method = start_method(loader)
     if method is not None:
         return method in ("fork", "?")
-    for call in facts.index.of(ast.Call):
-        func = call.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name == "set_start_method" and call.args and _says_fork(call.args[0]):
-            return True
-    return False
+    return any(
+        call.args and _says_fork(call.args[0])
+        for call in facts.calls_by_name.get("set_start_method", ())
+    )
 
 
 def _says_fork(expr: ast.expr) -> bool:
@@ -323,11 +321,11 @@ def _materialized(value: ast.expr) -> bool:
 
 
 def _target_used(loop: ast.For | ast.AsyncFor) -> bool:
-    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
     return any(
         isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
         for stmt in loop.body
-        for n in ast.walk(stmt)
+        for n in walk(stmt)
     )
 
 
@@ -344,12 +342,12 @@ def stream_sources(
         self_name = me[0].arg if me else None
         opened = {
             item.optional_vars.id
-            for node in ast.walk(fn)
+            for node in walk(fn)
             if isinstance(node, (ast.With, ast.AsyncWith))
             for item in node.items
             if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
         }
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, (ast.For, ast.AsyncFor)) and not _target_used(node):
                 continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
             for expr in _iterated(node):
@@ -414,7 +412,7 @@ def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
     if len(params) < 2:
         return None
     me, index = params[0], params[1]
-    for node in ast.walk(getitem):
+    for node in walk(getitem):
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.value, ast.Attribute)
@@ -453,7 +451,7 @@ def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> 
 
 def is_cuda_expression(value: ast.expr) -> bool:
     """``.cuda()``, ``.to("cuda")``, ``device="cuda"`` somewhere in ``value``."""
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "cuda":
                 return True

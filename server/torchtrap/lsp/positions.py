@@ -33,6 +33,7 @@ UTF32 = types.PositionEncodingKind.Utf32.value
 # clients prefer; UTF-32 equals code points; UTF-16 is the mandatory default.
 PREFERENCE = (UTF8, UTF32, UTF16)
 
+
 def choose_encoding(offered: Sequence[str] | None) -> str:
     """The encoding to use given the client's ``general.positionEncodings``."""
     offered_set = {str(getattr(e, "value", e)) for e in offered or ()}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
-from torchtrap.facts.index import parent
+from torchtrap.facts.index import parent, walk
 from torchtrap.findings import Range
 from torchtrap.source import SourceText
 
@@ -600,7 +600,7 @@ def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[st
     """The attributes a possible worker_init_fn re-creates or re-seeds on
     ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``)."""
     rebuilt: list[str] = []
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Attribute) and _on_dataset(node.value):
             if isinstance(node.ctx, ast.Store):
                 rebuilt.append(node.attr)
@@ -661,7 +661,7 @@ def summarize(
     work.instances()
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):
         calls = facts.index.of(ast.Call) if facts is not None else None
-        summary.seeds_workers = _seeds_workers(calls or ast.walk(tree), imports)
+        summary.seeds_workers = _seeds_workers(calls or walk(tree), imports)
     return summary
 
 

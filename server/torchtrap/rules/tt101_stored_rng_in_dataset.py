@@ -25,7 +25,7 @@ from torchtrap.facts.datasets import (
     self_stores,
     worker_count,
 )
-from torchtrap.facts.index import enclosing_function, parent
+from torchtrap.facts.index import enclosing_function, parent, walk
 from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
 from torchtrap.findings import Edit, Finding, Fix, Severity
 from torchtrap.fixes.names import ModuleNames
@@ -283,7 +283,7 @@ class StoredRngInDataset(Rule):
         rebuilt: set[str] = set()
         for fn in view.worker_methods():
             me = self_name(fn)
-            for node in ast.walk(fn):
+            for node in walk(fn):
                 if isinstance(node, ast.Attribute):
                     used = self_attribute(node, me)
                     if used is None or used not in stored:
@@ -469,7 +469,7 @@ def _rebuilds(
     re-creates or re-seeds ``<anything>.attr``: ``info.dataset.rng = ...``,
     ``setattr(ds, "rng", ...)``, ``ds.rng.seed(...)``, or a dataset method
     that does ``self.rng = ...``."""
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Attribute) and node.attr == attr:
             if isinstance(node.ctx, ast.Store) or generator_use(node) == "reseed":
                 return True

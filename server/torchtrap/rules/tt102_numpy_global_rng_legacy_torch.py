@@ -18,6 +18,7 @@ from torchtrap.facts.datasets import (
     resolve_function,
     worker_count,
 )
+from torchtrap.facts.index import walk
 from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
@@ -146,7 +147,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
     def _global_draws(self, view: DatasetView) -> Iterator[ast.Call]:
         calls: list[ast.Call] = []
         for fn in view.worker_methods():
-            for node in ast.walk(fn):
+            for node in walk(fn):
                 if isinstance(node, ast.Call):
                     qual = self.ctx.facts.imports.qualname(node.func) or ""
                     if qual in RESEEDS:
@@ -201,7 +202,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
         return False
 
     def _seeds_numpy(self, fn: ast.AST, datasets: DatasetFacts, depth: int) -> bool:
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Call):
                 if self.ctx.facts.imports.qualname(node.func) in RESEEDS:
                     return True

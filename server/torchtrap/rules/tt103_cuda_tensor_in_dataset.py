@@ -19,7 +19,7 @@ from torchtrap.facts.datasets import (
     self_name,
     self_stores,
 )
-from torchtrap.facts.index import enclosing_function, enclosing_statement, parent
+from torchtrap.facts.index import enclosing_function, enclosing_statement, parent, walk
 from torchtrap.facts.remote import is_remote, remote_uses, with_location
 from torchtrap.findings import (
     Applicability,
@@ -218,7 +218,7 @@ class CudaTensorInDataset(Rule):
                 continue
             seen.add(id(fn))
             me = self_name(fn)
-            for node in ast.walk(fn):
+            for node in walk(fn):
                 if not isinstance(node, ast.Call):
                     continue
                 found = self._cuda_call(node)
@@ -527,7 +527,7 @@ def _held_by(call: ast.Call, fn: ast.AST, me: str | None, rule: Rule) -> str | N
         if isinstance(target, ast.Name):
             for attr, _stmt, store_target, value in self_stores(fn):  # type: ignore[arg-type]
                 if value is not None and any(
-                    isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(value)
+                    isinstance(n, ast.Name) and n.id == target.id for n in walk(value)
                 ):
                     return text(rule.ctx.range(store_target)) or f"self.{attr}"
     return None

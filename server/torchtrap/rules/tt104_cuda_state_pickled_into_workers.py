@@ -16,7 +16,7 @@ from torchtrap.facts.datasets import (
     self_name,
     self_stores,
 )
-from torchtrap.facts.index import ancestors, enclosing_function
+from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -282,7 +282,7 @@ class CudaStatePickledIntoWorkers(Rule):
         if method is None or method.decorator_list or not method.args.args:
             return None
         me = method.args.args[0].arg
-        for node in ast.walk(method):
+        for node in walk(method):
             if isinstance(node, ast.Name) and node.id in (me, "super", "__class__"):
                 return None
         source = self.ctx.source

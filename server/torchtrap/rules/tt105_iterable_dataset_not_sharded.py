@@ -15,6 +15,7 @@ from torchtrap.facts.datasets import (
     self_stores,
     worker_count,
 )
+from torchtrap.facts.index import walk
 from torchtrap.facts.workers import SHARDING_WORDS, stream_sources
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, Severity
 from torchtrap.fixes.names import ModuleNames
@@ -168,7 +169,7 @@ class IterableDatasetNotSharded(Rule):
             body = body[1:]  # the docstring stays first
         if not body or not can_replace_statements(self.ctx.tree, body, self.ctx.source):
             return []
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)

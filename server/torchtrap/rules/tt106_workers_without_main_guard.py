@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
-from torchtrap.facts.index import walk_scope
+from torchtrap.facts.index import walk, walk_scope
 from torchtrap.facts.workers import (
     fork_only,
     is_main_guard,
@@ -143,9 +143,7 @@ class WorkersWithoutMainGuard(Rule):
             return []
         bound = _bound_names(moved)
         if any(
-            isinstance(n, ast.ImportFrom) and n.names[0].name == "*"
-            for s in moved
-            for n in ast.walk(s)
+            isinstance(n, ast.ImportFrom) and n.names[0].name == "*" for s in moved for n in walk(s)
         ):
             return []  # `from x import *` is not allowed inside a function
         first = moved[0].lineno
@@ -180,6 +178,42 @@ class WorkersWithoutMainGuard(Rule):
         ]
 
 
+def _is_literal(expr: ast.expr) -> bool:
+    """What ``ast.literal_eval`` accepts (without calling it: its recursive
+    closures leave garbage cycles behind on every call)."""
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Constant):
+            continue
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            todo.extend(node.elts)
+        elif isinstance(node, ast.Dict):
+            if any(key is None for key in node.keys):
+                return False  # `{**x}`
+            todo.extend(key for key in node.keys if key is not None)
+            todo.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+            todo.append(node.operand)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            # complex literals only: 1 + 2j
+            left = node.left.operand if isinstance(node.left, ast.UnaryOp) else node.left
+            right = node.right
+            if not (
+                isinstance(left, ast.Constant)
+                and type(left.value) in (int, float)
+                and isinstance(right, ast.Constant)
+                and isinstance(right.value, complex)
+            ):
+                return False
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id != "set" or node.args or node.keywords:
+                return False  # only `set()`
+        else:
+            return False
+    return True
+
+
 def _is_definition(stmt: ast.stmt, first: bool) -> bool:
     """Imports, definitions, the docstring, literal constants, and
     ``try: import x`` / ``if TYPE_CHECKING: import x`` blocks stay put."""
@@ -190,13 +224,9 @@ def _is_definition(stmt: ast.stmt, first: bool) -> bool:
     if first and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return True
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-        try:
-            ast.literal_eval(stmt.value)
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            return False
-        return True
+        return _is_literal(stmt.value)
     if isinstance(stmt, (ast.If, ast.Try)) and not is_main_guard(stmt):
-        inner = [s for s in ast.walk(stmt) if isinstance(s, ast.stmt) and s is not stmt]
+        inner = [s for s in walk(stmt) if isinstance(s, ast.stmt) and s is not stmt]
         return bool(inner) and all(
             isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in inner
         )
@@ -215,7 +245,7 @@ def _moved_statements(tree: ast.Module) -> list[ast.stmt]:
 def _bound_names(statements: list[ast.stmt]) -> set[str]:
     names: set[str] = set()
     for stmt in statements:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -232,7 +262,7 @@ def _read_in_functions(tree: ast.Module) -> set[str]:
     for stmt in tree.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for fn in ast.walk(stmt):
+        for fn in walk(stmt):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue
             args = fn.args
@@ -268,7 +298,7 @@ def _read_at_definition(kept: list[ast.stmt]) -> set[str]:
         else:
             parts = [stmt]
         for part in parts:
-            for node in ast.walk(part):
+            for node in walk(part):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     names.add(node.id)
     return names

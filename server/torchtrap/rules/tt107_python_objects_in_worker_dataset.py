@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.datasets import Exposure, dataset_facts, judge, self_stores
+from torchtrap.facts.index import walk
 from torchtrap.facts.workers import indexed_by_item, python_container
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.edits import replace
@@ -179,7 +180,7 @@ def _unpacked_attributes(methods: Iterable[ast.FunctionDef | ast.AsyncFunctionDe
     which :func:`self_stores` does not pair with a value."""
     found: set[str] = set()
     for fn in methods:
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, (ast.Tuple, ast.List)):

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent
+from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -160,7 +160,7 @@ class DataAttribute(Rule):
         dropped."""
         if stmt.lineno != stmt.end_lineno or not isinstance(parent(stmt), _BODIES):
             return None
-        if sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Attribute) and n.attr == "data") > 1:
+        if sum(1 for n in walk(stmt) if isinstance(n, ast.Attribute) and n.attr == "data") > 1:
             return None  # several `.data`: one rewrite per round would leave a mix
         torch_name = next(iter(self.ctx.facts.imports.local_names_for("torch")), None)
         if torch_name is None:

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import ancestors, enclosing_function, parent, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.modules import may_be_module
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix
@@ -376,7 +376,7 @@ def _guarded(call: ast.Call, function: Function) -> bool:
 
 
 def _mentions_guard(test: ast.AST) -> bool:
-    for node in ast.walk(test):
+    for node in walk(test):
         name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
         if name in _GRAD_GUARDS:
             return True

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
-from torchtrap.facts.index import enclosing_function, parent, walk_scope
+from torchtrap.facts.index import enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -499,7 +499,7 @@ def _is_self_attribute(node: ast.AST) -> bool:
 def _registered_names(info: ClassInfo) -> set[str]:
     """Names the class registers as buffers/parameters/modules anywhere."""
     names: set[str] = set()
-    for node in ast.walk(info.node):
+    for node in walk(info.node):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.autograd import grad_off_context, is_grad_off
 from torchtrap.facts.imports import ImportTable, dotted_name
-from torchtrap.facts.index import ancestors, enclosing_function, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_function, walk, walk_scope
 from torchtrap.facts.modules import (
     MODE_METHODS,
     ModelFacts,
@@ -839,7 +839,7 @@ def _leaves_early(block: ast.AST) -> bool:
 
 
 def _fresh_name(base: str, scope: ast.AST) -> str:
-    used = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    used = {n.id for n in walk(scope) if isinstance(n, ast.Name)}
     name, i = base, 1
     while name in used:
         i += 1

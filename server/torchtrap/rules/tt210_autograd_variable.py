@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.guards import compatibility_guarded
-from torchtrap.facts.index import ancestors, enclosing_statement, parent
+from torchtrap.facts.index import ancestors, enclosing_statement, parent, walk
 from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
@@ -565,7 +565,7 @@ def _block_of(stmt: ast.stmt) -> list[ast.stmt] | None:
 
 def _trains(statements: list[ast.stmt]) -> bool:
     for stmt in statements:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk, walk_scope
 from torchtrap.facts.loaders import LoaderEvidence, Loaders
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix, RelatedLocation
@@ -136,7 +136,7 @@ class LenLoaderAsSampleCount(Rule):
             cls = next((a for a in ancestors(at) if isinstance(a, ast.ClassDef)), None)
             if cls is None:
                 return None
-            statements = list(ast.walk(cls))
+            statements = list(walk(cls))
             target_of = _self_target(core.attr)
         else:
             return None
