@@ -102,6 +102,20 @@ async def test_editing_an_open_file_refreshes_its_dependents(flat: Path) -> None
         await _wait_for(h, datasets, True, after=mark)
 
 
+async def test_a_dependent_being_edited_is_still_refreshed(flat: Path) -> None:
+    """A document typed in when another file changes is re-linted after a
+    short grace instead of at once (its next keystroke need not wait for
+    that lint): the refresh still comes, with no further keystroke."""
+    async with session(flat) as h:
+        datasets, train, train_text = await _open_and_clear(h, flat)
+        datasets_text = _text(flat, "datasets.py")
+        h.change(datasets, datasets_text + "\n")  # typing in datasets.py...
+        mark = len(h.publishes)
+        h.change(train, train_text)  # ...as train.py gets its workers back
+        diags = await _wait_for(h, datasets, True, after=mark)
+        assert any(d.code == "TT101" and "train.py:5" in d.message for d in diags)
+
+
 async def test_python_files_are_watched(flat: Path) -> None:
     async with session(flat) as h:
         (watch,) = [

@@ -9,7 +9,9 @@ and their summaries, read from ``.torchtrap_cache/`` when unchanged.
 
 from __future__ import annotations
 
+import gc
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +108,32 @@ def summarize_files(
             cache.put(path, Entry(key, summary, None))
         out.append((path, summary))
     return out
+
+
+def summarize_packed(batch: list[tuple[str, Layout]], cache_root: str | None) -> bytes:
+    """``summarize_files``, pickled here: the server receives plain bytes
+    while it builds (no objects for its collector to scan in the middle of
+    an open file's lint) and unpacks them all at once when the index is
+    ready (see ``unpack``)."""
+    return pickle.dumps(summarize_files(batch, cache_root), pickle.HIGHEST_PROTOCOL)
+
+
+def unpack(blobs: list[bytes]) -> list[tuple[str, ModuleSummary | None]]:
+    """The summaries of ``summarize_packed`` batches, frozen out of the
+    garbage collector (``gc.freeze``): thousands of long-lived objects
+    (they hold no cycles; a replaced summary is still freed by reference
+    counting) that every later collection would otherwise scan. Measured:
+    left to the collector, the first collection after unpacking the bench
+    corpus took 55-76 ms, in the middle of an open file's lint."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        results = [item for blob in blobs for item in pickle.loads(blob)]
+        gc.freeze()
+        return results
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def save_caches() -> list[str]:

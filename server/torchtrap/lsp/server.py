@@ -46,8 +46,8 @@ log = logging.getLogger("torchtrap.lsp")
 
 # How many units keep their last result (with its lazy fixes) in memory.
 HOT_RESULTS = 16
-# Collect garbage after this many lints even if the server is never idle.
-GC_EVERY_LINTS = 8
+# Collect garbage once the server has been idle this long (seconds).
+IDLE_GC_DELAY = 2.0
 
 # The workDoneToken of the executeCommand request being handled (pygls only
 # passes a command its arguments).
@@ -169,6 +169,7 @@ class UnitState:
     result: LintResult | None = None
     published_version: int | None = None
     forced: bool = False  # lint even if this version was published (other files changed)
+    edited_at: float = -1e9  # time.monotonic() of the last edit (a debounced request)
 
 
 class TorchTrapServer(LanguageServer):
@@ -201,7 +202,7 @@ class TorchTrapServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.lint_count = 0  # for tests and debugInfo
-        self._lints_since_gc = 0
+        self._gc_timer: asyncio.TimerHandle | None = None
         self.init_options_given = False
         self.index = ProjectIndex(self)
 
@@ -304,6 +305,8 @@ class TorchTrapServer(LanguageServer):
         if self.loop is None:
             self.loop = asyncio.get_event_loop()
         state = self.units.setdefault(key, UnitState())
+        if delay is None:
+            state.edited_at = time.monotonic()
         if force:
             state.published_version = None
             state.forced = True
@@ -458,23 +461,25 @@ class TorchTrapServer(LanguageServer):
                 old_state.result = None
 
     def _schedule_gc(self) -> None:
-        """A replaced result's syntax tree is freed by reference counting,
-        but a lint still leaves some cyclic garbage (closures), and with the
-        tuned thresholds (see ``lsp.run``) it would pile up until a full
-        collection lands in the middle of a lint (measured: p95 at 5,000
-        lines 81 ms with this, 128 ms without). Collect right after
-        publishing, when no other lint is running: a few milliseconds while
-        the garbage is one result's worth. Under continuous load, every
-        ``GC_EVERY_LINTS``."""
-        self._lints_since_gc += 1
-        if self.loop is not None:
-            self.loop.call_soon(self._collect_if_idle)
+        """A lint leaves no reference cycles (tests/core/test_no_garbage_cycles.py):
+        what it made is freed by reference counting when its result is
+        replaced. So no collection between keystrokes: a full one scans
+        every live object (tens of milliseconds with a project index loaded,
+        measured, right in the way of the next edit). Whatever other cyclic
+        garbage the protocol leaves (futures, exceptions) is collected once
+        the server has been idle for ``IDLE_GC_DELAY``."""
+        if self.loop is None:
+            return
+        if self._gc_timer is not None:
+            self._gc_timer.cancel()
+        self._gc_timer = self.loop.call_later(IDLE_GC_DELAY, self._collect_if_idle)
 
     def _collect_if_idle(self) -> None:
-        busy = any(state.running for state in self.units.values())
-        if self._lints_since_gc and (not busy or self._lints_since_gc >= GC_EVERY_LINTS):
-            self._lints_since_gc = 0
-            gc.collect()
+        self._gc_timer = None
+        if any(state.running or state.timer is not None for state in self.units.values()):
+            self._schedule_gc()
+            return
+        gc.collect()
 
     @property
     def closing(self) -> bool:
