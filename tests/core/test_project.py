@@ -116,3 +116,57 @@ def test_pending_project_asks_for_a_second_pass() -> None:
 @pytest.mark.parametrize("bad", ["def broken(:\n", "\x00", b"\xff\xfe\x00bad"])
 def test_unparsable_source_has_no_summary(bad: str | bytes) -> None:
     assert summarize_source(bad, "x.py", ("x", False)) is None
+
+
+def test_import_graph_finds_files_one_module_apart(tmp_path: Path) -> None:
+    """What the language server re-lints when a file changes: importers and
+    imports, two steps either way, and two modules imported by a third."""
+    from torchtrap.project.graph import ImportGraph
+
+    files = {
+        "pyproject.toml": '[project]\nname = "g"\n',
+        "a.py": "import b\n",
+        "b.py": "from c import C\n",
+        "c.py": "class C: pass\n",
+        "d.py": "import numpy as np\nD = 1\n",
+        "e.py": "from d import D\n",
+        "f.py": "import e\nimport c\n",
+        "lone.py": "import torch\nimport numpy\n",
+        "pkg/__init__.py": "from pkg.impl import Impl\n",
+        "pkg/impl.py": "class Impl: pass\n",
+        "user.py": "from pkg import Impl\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    project = index(tmp_path)
+    graph = ImportGraph.of(project)
+
+    def summary(name: str):  # type: ignore[no-untyped-def]
+        found = project.summary(str(tmp_path / name))
+        assert found is not None
+        return found
+
+    def concerns(doc: str, changed: str) -> bool:
+        return graph.concerns(project, summary(doc), [summary(changed)])
+
+    # Re-exports count both the package and the module that defines the name.
+    assert project.imported_modules(summary("user.py")) == {"pkg", "pkg.impl"}
+    assert project.imported_modules(summary("lone.py")) == frozenset()  # third-party only
+    assert concerns("a.py", "b.py") and concerns("b.py", "a.py")  # direct, either way
+    assert concerns("a.py", "c.py") and concerns("c.py", "a.py")  # through b.py
+    assert concerns("e.py", "c.py")  # f.py imports both
+    assert not concerns("a.py", "d.py") and not concerns("d.py", "a.py")
+    assert not concerns("lone.py", "c.py") and not concerns("c.py", "lone.py")
+    assert concerns("user.py", "pkg/impl.py")
+
+    # Kept current one summary at a time: b.py stops importing c.py.
+    path = tmp_path / "b.py"
+    path.write_text("B = 2\n")
+    config = load_config(tmp_path)
+    new_b = summarize_source(path.read_bytes(), str(path), module_for(path, config))
+    assert new_b is not None
+    project = project.updated(str(path), new_b)
+    graph.imports(project, new_b)
+    assert not concerns("a.py", "c.py")
+    assert concerns("a.py", "b.py")

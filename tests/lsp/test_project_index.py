@@ -116,6 +116,72 @@ async def test_a_dependent_being_edited_is_still_refreshed(flat: Path) -> None:
         assert any(d.code == "TT101" and "train.py:5" in d.message for d in diags)
 
 
+async def test_a_file_linked_through_a_third_one_is_refreshed(flat: Path) -> None:
+    """losses.py and models.py do not import each other: train.py passes the
+    Discriminator's output (it ends in nn.Sigmoid) to losses.bce, which takes
+    its log (TT201). Editing the Sigmoid away in models.py must republish
+    losses.py without that TT201, and putting it back must bring it back."""
+
+    def bce_tt201(diags: list[types.Diagnostic]) -> bool:
+        return any(d.code == "TT201" and d.range.start.line == 5 for d in diags)
+
+    async def published(uri: str, want: bool, after: int) -> None:
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + 20
+        while not any(
+            p.uri == uri and bce_tt201(p.diagnostics) == want for p in h.publishes[after:]
+        ):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"losses.py never republished with TT201={want}")
+            await asyncio.sleep(0.02)
+
+    async with session(flat) as h:
+        losses = h.open("losses.py", _text(flat, "losses.py"))
+        models_text = _text(flat, "models.py")
+        models = h.open("models.py", models_text)
+        await published(losses, True, 0)
+        mark = len(h.publishes)
+        h.change(models, models_text.replace(", nn.Sigmoid())", ")"))
+        await published(losses, False, mark)
+        mark = len(h.publishes)
+        h.change(models, models_text)
+        await published(losses, True, mark)
+
+
+async def test_workspace_folders_added_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder added to a multi-root workspace joins the index (its open
+    files get the other files' evidence) and keeps its own cache, as
+    `torchtrap check` run there would; removed, its files are linted alone."""
+    monkeypatch.delenv("TORCHTRAP_CACHE_DIR")
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(FLAT, first)
+    shutil.copytree(FLAT, second)
+    async with session(first) as h:
+        datasets = h.open((second / "datasets.py").as_uri(), (second / "datasets.py").read_text())
+        await _wait_for(h, datasets, None)  # outside the workspace: alone
+        folder = types.WorkspaceFolder(second.as_uri(), "second")
+        mark = len(h.publishes)
+        h.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])
+            )
+        )
+        await _wait_for(h, datasets, True, after=mark)
+        for folder_path in (first, second):
+            assert any((folder_path / ".torchtrap_cache").rglob("*.pickle")), folder_path
+        mark = len(h.publishes)
+        h.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])
+            )
+        )
+        await _wait_for(h, datasets, None, after=mark)
+
+
 async def test_python_files_are_watched(flat: Path) -> None:
     async with session(flat) as h:
         (watch,) = [

@@ -204,6 +204,31 @@ class Project:
                 return found
         return None
 
+    def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
+        """The project modules ``summary`` imports at its top level (module
+        keys): each import's module, and the module defining what it names
+        when that is reached through a re-export. Third-party imports are
+        not in the project and not in the set."""
+        found: set[str] = set()
+        for ref in (*summary.imports.values(), *summary.star_imports):
+            parts = ref.split(".")
+            for i in range(len(parts), 0, -1):
+                module = self._module(".".join(parts[:i]), summary.path)
+                if module is not None:
+                    found.add(module_key(module))
+                    break
+            else:
+                continue  # not a project module: nothing to resolve either
+            resolved = self.resolve(ref, summary.path)
+            if resolved is not None:
+                home = resolved if resolved in self.modules else resolved.rpartition(".")[0]
+                while home and home not in self.modules:
+                    home = home.rpartition(".")[0]  # a name's attribute: "m.Cls.attr"
+                if home:
+                    found.add(home)
+        found.discard(module_key(summary))
+        return frozenset(found)
+
     def _split(self, ref: str) -> tuple[ModuleSummary, str] | None:
         module, _, name = ref.rpartition(".")
         summary = self.modules.get(module)
