@@ -386,7 +386,7 @@ def check_file(
         report.findings = [unreadable_finding(path, f"cannot read file: {err.strerror or err}")]
         return report
     if path.endswith(".ipynb"):
-        return _check_notebook(report, data, config, fix, unsafe, diff)
+        return _check_notebook(report, data, config, fix, unsafe, diff, project)
     try:
         text = decode_source(data)
     except UndecodableSource:
@@ -419,7 +419,13 @@ def check_file(
 
 
 def _check_notebook(
-    report: FileReport, data: bytes, config: Config, fix: bool, unsafe: bool, diff: bool
+    report: FileReport,
+    data: bytes,
+    config: Config,
+    fix: bool,
+    unsafe: bool,
+    diff: bool,
+    project: Project | None,
 ) -> FileReport:
     from torchtrap.engine import unreadable_finding
     from torchtrap.ipynb import NotebookError, NotebookFile, lint_notebook
@@ -431,7 +437,9 @@ def _check_notebook(
         report.findings = [unreadable_finding(report.path, str(err))]
         return report
     if fix or diff:
-        texts, count = fix_cells(notebook.texts, report.path, config, unsafe=unsafe)
+        texts, count = fix_cells(
+            notebook.texts, report.path, config, unsafe=unsafe, project=project
+        )
         if count:
             new_data = notebook.dumps(texts)
             if diff:
@@ -447,6 +455,6 @@ def _check_notebook(
                 Path(report.path).write_bytes(new_data)
                 report.fixed = count
                 notebook.texts = texts
-    findings, report.cells = lint_notebook(notebook, report.path, config)
+    findings, report.cells = lint_notebook(notebook, report.path, config, project)
     report.findings = [f.detached(config.fix_edits) for f in findings]
     return report

@@ -14,6 +14,7 @@ from typing import Any
 from torchtrap.config import Config
 from torchtrap.findings import Finding, Range
 from torchtrap.notebook import NotebookModule, lint_cells
+from torchtrap.project.index import Project
 
 
 class NotebookError(ValueError):
@@ -73,10 +74,13 @@ def _in_cell(module: NotebookModule, rng: Range) -> tuple[int, Range] | None:
 
 
 def lint_notebook(
-    notebook: NotebookFile, path: str, config: Config
+    notebook: NotebookFile, path: str, config: Config, project: Project | None = None
 ) -> tuple[list[Finding], dict[int, str]]:
-    """Findings by cell, and the cell texts by cell number (for excerpts)."""
-    result = lint_cells(notebook.texts, path, config, cell_number=notebook.cell_number)
+    """Findings by cell, and the cell texts by cell number (for excerpts).
+    ``project``: the index of the project the notebook imports from."""
+    result = lint_cells(
+        notebook.texts, path, config, cell_number=notebook.cell_number, project=project
+    )
     findings = []
     for finding in result.findings:
         located = _in_cell(result.module, finding.range)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from torchtrap.config import Config
 from torchtrap.engine import lint
 from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation, line_text
+from torchtrap.project.index import Project
 from torchtrap.source import split_lines
 
 # Cell magics whose body is Python (the first line is masked, the rest linted).
@@ -141,6 +142,7 @@ def lint_cells(
     *,
     fallback: Mapping[int, str] | None = None,
     cell_number: Callable[[int], int] | None = None,
+    project: Project | None = None,
 ) -> NotebookLint:
     """Lint the cells as one module (see the module docstring). Lines named
     in messages become cell-relative; ``cell_number`` maps a cell's index to
@@ -152,7 +154,7 @@ def lint_cells(
     substituted: set[int] = set()
     for _ in range(len(texts) + 1):
         module = join_cells(texts)
-        findings = lint(module.source, path, config)
+        findings = lint(module.source, path, config, project=project)
         if not (len(findings) == 1 and findings[0].is_syntax_error):
             break
         # Find the culprits: cells that do not parse on their own, else the
@@ -286,6 +288,7 @@ def fix_cells(
     *,
     unsafe: bool = False,
     max_rounds: int = 10,
+    project: Project | None = None,
 ) -> tuple[list[str], int]:
     """Apply fixes until none is left, like ``engine.fix_source``; returns
     the new cell texts and how many fixes were applied. Fixes that would
@@ -295,7 +298,7 @@ def fix_cells(
     texts = list(cells)
     total = 0
     for _ in range(max_rounds):
-        result = lint_cells(texts, path, config)
+        result = lint_cells(texts, path, config, project=project)
         module = result.module
         per_cell: dict[int, list[Edit]] = {}
         mappable = []

@@ -95,3 +95,43 @@ def test_lines_named_in_messages_are_cell_relative(
     assert "of a softmax output from cell 3, line 1 (via `p`)" in messages[(4, 1)]
     cli.main(["check", str(nb), "--select", "TT201", "--color", "never"])
     assert "from cell 3, line 1 (via `p`)" in capsys.readouterr().out
+
+
+def test_a_notebook_sees_the_project_it_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Discriminator a notebook builds ends in nn.Sigmoid in models.py:
+    its log is TT201 with the project, nothing when the notebook is alone;
+    the clamp fix is written back into the cell and the notebook re-lints
+    clean."""
+    import shutil
+
+    root = tmp_path / "flat"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "projects" / "flat", root)
+    document = {
+        **NOTEBOOK,
+        "cells": [
+            _code("import torch\nfrom models import Discriminator\n"),
+            _code("disc = Discriminator()\nscore = torch.log(disc(torch.randn(2, 4)))\n"),
+        ],
+    }
+    nb = root / "explore.ipynb"
+    write(nb, document)
+    args = ["--select", "TT201", "--color", "never", "--no-cache"]
+    assert cli.main(["check", str(nb), *args]) == 1
+    assert f"{nb}:cell 2:2:9: TT201" in capsys.readouterr().out
+
+    alone = tmp_path / "alone" / "explore.ipynb"
+    alone.parent.mkdir()
+    write(alone, document)
+    assert cli.main(["check", str(alone), *args]) == 0
+    capsys.readouterr()
+
+    assert cli.main(["check", str(nb), "--fix", "--unsafe-fixes", *args]) == 0
+    capsys.readouterr()
+    fixed = json.loads(nb.read_text(encoding="utf-8"))["cells"][1]["source"]
+    assert "".join(fixed).count("clamp(min=1e-4)") == 1
+    assert cli.main(["check", str(nb), *args]) == 0
+    before = nb.read_text(encoding="utf-8")
+    assert cli.main(["check", str(nb), "--fix", "--unsafe-fixes", *args]) == 0
+    assert nb.read_text(encoding="utf-8") == before  # idempotent

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,48 @@ async def test_workspace_folders_added_and_removed(
             )
         )
         await _wait_for(h, datasets, None, after=mark)
+
+
+async def _published(
+    h: Harness, uri: str, test: Callable[[list[types.Diagnostic]], bool], after: int = 0
+) -> None:
+    """Wait for a publish for ``uri`` (from ``after`` on) passing ``test``."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + 20
+    while not any(p.uri == uri and test(p.diagnostics) for p in h.publishes[after:]):
+        if time.monotonic() > deadline:
+            seen = [(p.uri.rsplit("/", 1)[-1], [d.code for d in p.diagnostics]) for p in h.publishes]
+            raise AssertionError(f"no matching publish for {uri}; got {seen}")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_notebook_is_linted_with_the_project(flat: Path) -> None:
+    """A notebook is not indexed (nothing imports it) but sees the modules it
+    imports: the Discriminator it builds ends in nn.Sigmoid (models.py), so
+    its log is TT201; editing the Sigmoid away in models.py clears it."""
+    from tests.lsp.test_notebooks import Notebook
+
+    def has_tt201(diags: list[types.Diagnostic]) -> bool:
+        return any(d.code == "TT201" for d in diags)
+
+    async with session(flat) as h:
+        nb = Notebook(
+            h,
+            flat / "explore.ipynb",
+            [
+                ("code", "import torch\nfrom models import Discriminator"),
+                ("code", "disc = Discriminator()\nscore = torch.log(disc(torch.randn(2, 4)))"),
+            ],
+        )
+        cell = nb.uri_of(1)
+        await _published(h, cell, has_tt201)
+        models_text = _text(flat, "models.py")
+        models = h.open("models.py", models_text)
+        mark = len(h.publishes)
+        h.change(models, models_text.replace(", nn.Sigmoid())", ")"))
+        await _published(h, cell, lambda d: not has_tt201(d), after=mark)
 
 
 async def test_python_files_are_watched(flat: Path) -> None:

@@ -69,6 +69,7 @@ class ProjectIndex:
         self.summaries: dict[str, dict[str, ModuleSummary]] = {}  # root -> path -> summary
         self._projects: dict[str, Project] = {}  # built on first use after a change
         self._graphs: dict[str, ImportGraph] = {}  # root -> who imports whom
+        self._notebook_roots: dict[str, str | None] = {}  # notebook path -> project root
         self.ready = False
         self.generation = 0  # a newer build makes an older one's results stale
         self.files_indexed = 0
@@ -157,6 +158,7 @@ class ProjectIndex:
         old = self.summaries
         old_layouts = self.layouts
         self.layouts = layouts
+        self._notebook_roots.clear()
         self.summaries = {}
         for path, summary in results:
             root = layouts[path].root
@@ -184,6 +186,9 @@ class ProjectIndex:
                     self._relint(doc.uri)
             elif first or layout.root in changed or before != layout:
                 self._relint(doc.uri)
+        for notebook in self.ls.notebooks:
+            if notebook.path:
+                self._relint(notebook.uri)  # linted alone until now, or with the old index
         self._graphs.clear()
         self._spawn(self._build_graphs(generation))
 
@@ -238,9 +243,18 @@ class ProjectIndex:
     def context(self, snap: Snapshot) -> tuple[Project | None, tuple[str, bool] | None]:
         """(project, module name) to lint an open document with; (None,
         None) before the index is ready or for a file outside it."""
-        if not self.ready or snap.notebook or not snap.path:
+        if not self.ready or not snap.path:
             return None, None
-        layout = self.layout(snap.path) or self._new_layout(os.path.abspath(snap.path))
+        path = os.path.abspath(snap.path)
+        if snap.notebook:
+            # Not indexed (nothing imports a notebook), but linted with the
+            # project it imports from.
+            if path not in self._notebook_roots:
+                layout = self._new_layout(path, remember=False)
+                self._notebook_roots[path] = layout.root if layout is not None else None
+            root = self._notebook_roots[path]
+            return (self.project(root), None) if root is not None else (None, None)
+        layout = self.layout(path) or self._new_layout(path)
         if layout is None:
             return None, None
         return self.project(layout.root), layout.module
@@ -293,6 +307,27 @@ class ProjectIndex:
             mine = project.summary(other) if other != path else None
             if mine is not None and graph.concerns(project, mine, changed):
                 self._relint(doc.uri)
+        self._relint_notebooks(layout.root, changed)
+
+    def _relint_notebooks(self, root: str, changed: list[ModuleSummary]) -> None:
+        """Open notebooks of ``root`` that name the changed module (a notebook
+        has no summary: nothing imports it, so its own imports are all that
+        matter; a textual check is enough to decide, and cheap)."""
+        words: set[str] = set()
+        for summary in changed:
+            if summary.module:
+                parts = summary.module.split(".")
+                words.update((parts[0], parts[-1]))
+        if not words:
+            return
+        for notebook in self.ls.notebooks:
+            path = os.path.abspath(notebook.path) if notebook.path else None
+            if path is None or self._notebook_roots.get(path) != root:
+                continue
+            cells = (self.ls.docs.get(uri) for uri in notebook.code_cells(self.ls.docs))
+            text = "\n".join(cell.text for cell in cells if cell is not None)
+            if any(word in text for word in words):
+                self._relint(notebook.uri)
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         """Files created, changed or deleted outside the editor."""
@@ -346,13 +381,14 @@ class ProjectIndex:
         holding = [f for f in self.folders if path.startswith(os.path.join(f, ""))]
         return max(holding, key=len) if holding else self.folders[0]
 
-    def _new_layout(self, path: str) -> Layout | None:
-        """A file created in a workspace folder after the index was built."""
+    def _new_layout(self, path: str, remember: bool = True) -> Layout | None:
+        """A file created in a workspace folder after the index was built
+        (or a notebook: ``remember=False``, it stays out of the index)."""
         folder = next((f for f in self.folders if path.startswith(os.path.join(f, ""))), None)
         if folder is None:
             return None
         layout = index_worker.layout_of(path, folder)
-        if layout is not None:
+        if layout is not None and remember:
             self.layouts[path] = layout
         return layout
 

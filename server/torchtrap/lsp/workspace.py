@@ -124,6 +124,7 @@ def compute(
         config,
         fallback=snapshot.fallback,
         cell_number=(lambda i: numbers[i]) if len(numbers) == len(snapshot.docs) else None,
+        project=project,
     )
     broken = frozenset(snapshot.docs[i].uri for i in result.broken)
     return LintResult(snapshot, config, result.findings, result.module, broken, lines, texts)

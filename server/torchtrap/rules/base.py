@@ -75,6 +75,7 @@ class Context:
         self.facts = facts
         self.config = config
         self._project = project
+        self._own_added = False  # this file's summary was added to the project
         self._torch_version: tuple[int, ...] | None | bool = False
 
     @property
@@ -82,18 +83,29 @@ class Context:
         """Facts from the project's files (:mod:`torchtrap.project.index`).
         Without an index (a lone file, stdin) it is a project of this one
         module, made on first use, so evidence between functions of the
-        same file still counts; other files are then unknown. Raises
+        same file still counts; other files are then unknown. A file the
+        index does not hold (a notebook, importing from the project's
+        modules) joins it as a module nothing can import. Raises
         NeedsProject while ``check`` is still indexing: let it propagate,
         the file is linted again."""
         if self._project is PENDING:
             raise NeedsProject(self.path)
-        if self._project is None:
+        project = self._project
+        if project is None or (
+            isinstance(project, Project)
+            and not self._own_added
+            and project.summary(self.path) is None
+            and not self.path.startswith("<")
+        ):
             from torchtrap.project.summary import summarize
 
-            stem = self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            module = stem if stem.isidentifier() and not self.path.startswith("<") else ""
+            module = ""
+            if project is None:
+                stem = self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+                module = stem if stem.isidentifier() and not self.path.startswith("<") else ""
             own = summarize(self.tree, self.source, self.path, module, False, self.facts)
-            self._project = Project([own])
+            self._project = Project([own]) if project is None else project.updated(self.path, own)
+            self._own_added = True
         return self._project  # type: ignore[return-value]
 
     @property
