@@ -420,12 +420,17 @@ def workers_phrase(loader: DataLoaderCall) -> str:
     return f"DataLoader with {loader.describe_workers()}"
 
 
-def related_message(loader: DataLoaderCall, exposure: Exposure) -> str:
-    """What a DataLoader with workers does to the dataset, for ``related``."""
+def located_phrase(loader: DataLoaderCall) -> str:
+    """:func:`workers_phrase`, with " in train.py:31" for a DataLoader in
+    another file (the related location's message names the line)."""
     phrase = workers_phrase(loader)
     where = remote_where(loader)
-    if where is not None:
-        phrase += f" in {where}"
+    return f"{phrase} in {where}" if where is not None else phrase
+
+
+def related_message(loader: DataLoaderCall, exposure: Exposure) -> str:
+    """What a DataLoader with workers does to the dataset, for ``related``."""
+    phrase = located_phrase(loader)
     if loader.workers is not Workers.SOME and loader.workers_expr is not None:
         phrase += ","  # "num_workers=n, which may be > 0 at run time, may ..."
     if exposure is Exposure.UNLINKED:

@@ -61,6 +61,12 @@ def is_remote(loader: DataLoaderCall) -> bool:
     return hasattr(loader.node, REMOTE_ATTR)
 
 
+def remote_path(loader: DataLoaderCall) -> str | None:
+    """The path of the other file a DataLoader is in; None for a local one."""
+    remote = getattr(loader.node, REMOTE_ATTR, None)
+    return None if remote is None else str(remote[0])
+
+
 def remote_where(loader: DataLoaderCall | ast.AST, here: str | None = None) -> str | None:
     """``train.py:31`` for a DataLoader (or a stand-in node) in another
     file; "line 31" when it is in ``here`` after all."""
@@ -111,9 +117,14 @@ def remote_fact(loader: DataLoaderCall, project: Project) -> tuple[str, str | No
     return remote[0], None
 
 
-def project_uses(project: Project | None, path: str, class_name: str) -> list[LoaderUse]:
+def project_uses(
+    project: Project | None, path: str, class_name: str, overridden: tuple[str, ...] = ()
+) -> list[LoaderUse]:
     """The DataLoaders in the project's other files that get an instance of
     the class ``class_name`` of the file at ``path`` (or of a subclass).
+    A subclass that defines one of the methods ``overridden`` itself (or
+    through a base between it and the class) does not run the class's
+    own: its DataLoaders are left out.
 
     When none of them may have workers but some DataLoader with workers in
     the project gets a dataset the index cannot trace, that one may receive
@@ -125,6 +136,8 @@ def project_uses(project: Project | None, path: str, class_name: str) -> list[Lo
     if ref is None:
         return []
     found = project.dataloaders_loading(ref, exclude_path=path)
+    if overridden:
+        found = [u for u in found if not _overrides(project, u, ref, overridden)]
     if not found:
         return []
     if all(u.fact.workers == Workers.NONE.value for u in found) and any(
@@ -135,6 +148,25 @@ def project_uses(project: Project | None, path: str, class_name: str) -> list[Lo
     return [LoaderUse(remote_loader(u, project.root), u.fact.direct) for u in found]
 
 
+def _overrides(project: Project, use: ProjectLoader, ref: str, methods: tuple[str, ...]) -> bool:
+    """The class ``use`` loads is a subclass of ``ref`` that defines one of
+    ``methods`` (itself or through a project base below ``ref``)."""
+    loaded = project.resolve(use.fact.dataset, use.path) if use.fact.dataset else None
+    below = project.subclasses(ref)
+    seen: set[str] = set()
+    todo = [loaded] if loaded is not None else []
+    while todo:
+        current = todo.pop()
+        if current == ref or current in seen or current not in below:
+            continue
+        seen.add(current)
+        found = project.class_fact(current)
+        if found is not None and any(m in found[1].methods for m in methods):
+            return True
+        todo.extend(b for b in project.bases(current) if b is not None)
+    return False
+
+
 class _HasProject(Protocol):
     @property
     def project(self) -> Project | None: ...
@@ -142,7 +174,10 @@ class _HasProject(Protocol):
     path: str
 
 
-def remote_uses(ctx: _HasProject, class_name: str) -> Callable[[], list[LoaderUse]]:
+def remote_uses(
+    ctx: _HasProject, class_name: str, overridden: tuple[str, ...] = ()
+) -> Callable[[], list[LoaderUse]]:
     """For :func:`~torchtrap.facts.datasets.judge`'s ``remote``: reads
-    ``ctx.project`` only when called (it may raise NeedsProject)."""
-    return lambda: project_uses(ctx.project, ctx.path, class_name)
+    ``ctx.project`` only when called (it may raise NeedsProject).
+    ``overridden``: see :func:`project_uses`."""
+    return lambda: project_uses(ctx.project, ctx.path, class_name, overridden)

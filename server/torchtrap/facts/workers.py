@@ -7,9 +7,10 @@
   workers start);
 - :func:`starts_workers`: whether a statement, or a local function it calls,
   iterates a DataLoader with workers;
-- :func:`fork_only`: the module pins the ``fork`` start method.
+- :func:`fork_only`: the module (or, for a DataLoader in another file,
+  that file) pins the ``fork`` start method.
 
-Single-file evidence only: a function imported from another module is
+Single-file evidence otherwise: a function imported from another module is
 unknown (the project index can answer it later).
 """
 
@@ -23,10 +24,12 @@ from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, walk
+from torchtrap.facts.remote import remote_path
 from torchtrap.facts.tensors import Kind, TensorFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
+    from torchtrap.project.index import Project
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -220,13 +223,25 @@ def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> Data
     return None
 
 
-def fork_only(loader: DataLoaderCall, facts: ModuleFacts) -> bool:
+def fork_only(loader: DataLoaderCall, facts: ModuleFacts, project: Project | None = None) -> bool:
     """The DataLoader pins the ``fork`` start method or one only known at run
     time (``multiprocessing_context=ctx``), or the module calls
-    ``set_start_method("fork")``."""
+    ``set_start_method("fork")``. For a DataLoader in another file
+    (:mod:`torchtrap.facts.remote`), that file's ``set_start_method``
+    counts too, as its summary in ``project`` tells."""
     method = start_method(loader)
     if method is not None:
         return method in ("fork", "?")
+    where = remote_path(loader)
+    if where is not None and project is not None:
+        summary = project.summary(where)
+        if summary is not None and summary.pins_fork:
+            return True
+    return pins_fork(facts)
+
+
+def pins_fork(facts: ModuleFacts) -> bool:
+    """The module calls ``set_start_method("fork")`` (any receiver)."""
     return any(
         call.args and _says_fork(call.args[0])
         for call in facts.calls_by_name.get("set_start_method", ())

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
+from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -183,6 +184,7 @@ class ModuleSummary:
     dataloaders: tuple[LoaderFact, ...] = ()
     call_sites: tuple[CallSite, ...] = ()
     seeds_workers: bool = False  # Lightning's seed_everything(..., workers=True)
+    pins_fork: bool = False  # calls set_start_method("fork")
     # module-level `name = Callee(...)`: name -> the callee's reference
     instances: dict[str, str] = field(default_factory=dict)
 
@@ -659,6 +661,8 @@ def summarize(
         if summary.dataloaders or results:
             work.call_sites(facts, imports, results)
     work.instances()
+    if "set_start_method" in text:
+        summary.pins_fork = pins_fork(facts if facts is not None else ModuleFacts(tree))
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):
         calls = facts.index.of(ast.Call) if facts is not None else None
         summary.seeds_workers = _seeds_workers(calls or walk(tree), imports)

@@ -13,10 +13,12 @@ from torchtrap.facts.datasets import (
     LoaderStatus,
     dataset_facts,
     judge,
+    located_phrase,
     self_name,
     self_stores,
 )
 from torchtrap.facts.index import ancestors, enclosing_function, walk
+from torchtrap.facts.remote import is_remote, remote_uses, with_location
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -52,14 +54,21 @@ class CudaStatePickledIntoWorkers(Rule):
     object that is or holds an `nn.Module` (a LightningModule, a trainer
     whose `__init__` stores a model) or CUDA tensors; `functools.partial`
     given a model; and a Dataset that stores an `nn.Module` or an object
-    of this file that holds one (or CUDA tensors).
+    of this file that holds one (or CUDA tensors). For a Dataset it also
+    sees DataLoaders in other files of the project (the class in
+    `datasets.py`, `DataLoader(..., num_workers=4)` in `train.py`): the
+    finding names that line; when every DataLoader in the project that
+    loads it has `num_workers=0` or pins `fork`, it stays silent.
 
     Severity: **warning** with a literal `num_workers > 0`, **info** when
     the worker count is only known at run time. Silent for staticmethods,
     classmethods, module-level functions, bound methods of objects that
     hold no tensors or modules (a tokenizer, a vocab) or whose contents we
     cannot see (`self.model = model` from a parameter), a callable stored in
-    an attribute, `num_workers=0`, and `multiprocessing_context="fork"`.
+    an attribute, `num_workers=0`, `multiprocessing_context="fork"` (or
+    `set_start_method("fork")` in the DataLoader's file), and a Dataset no
+    DataLoader visibly loads (one loaded through an import the project
+    cannot resolve, a third-party or dynamic one, is unknown).
     Lambdas and closures are not flagged: under spawn they cannot be
     pickled at all (measured: `PicklingError` / "Can't pickle local
     object"), a different failure.
@@ -121,13 +130,12 @@ class CudaStatePickledIntoWorkers(Rule):
     name = "cuda-state-pickled-into-workers"
     summary = "A DataLoader argument carries a model into every worker"
     default_severity = Severity.WARNING
-    requires_text = ("DataLoader",)
+    # "Dataset": a Dataset whose DataLoader is in another file.
+    requires_text = ("DataLoader", "Dataset")
 
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts
         loaders = [d for d in facts.dataloaders if d.may_have_workers and not fork_only(d, facts)]
-        if not loaders:
-            return
         tensors = TensorFacts(facts)
         for loader in loaders:
             for argument in ("collate_fn", "worker_init_fn"):
@@ -193,7 +201,11 @@ class CudaStatePickledIntoWorkers(Rule):
         datasets = dataset_facts(facts, self.ctx.text)
 
         def status(loader: DataLoaderCall) -> LoaderStatus:
-            return LoaderStatus.IGNORED if fork_only(loader, facts) else LoaderStatus.COUNTS
+            # A DataLoader in another file: its arguments, its module's
+            # set_start_method (the project is known once there is one).
+            project = self.ctx.project if is_remote(loader) else None
+            forked = fork_only(loader, facts, project)
+            return LoaderStatus.IGNORED if forked else LoaderStatus.COUNTS
 
         for view in datasets.views():
             stored = [
@@ -207,7 +219,9 @@ class CudaStatePickledIntoWorkers(Rule):
             ]
             if not stored:
                 continue
-            judgement = judge(datasets, view, status)
+            # No DataLoader here gets it: only then ask the other files.
+            remote = None if datasets.uses(view) else remote_uses(self.ctx, view.name)
+            judgement = judge(datasets, view, status, remote)
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
             attr, value, holding = stored[0]
@@ -240,10 +254,8 @@ class CudaStatePickledIntoWorkers(Rule):
                 f"`{carrier.argument}` pickles {carrier.what} into each DataLoader worker "
                 "under spawn/forkserver"
             )
-        related = [
-            self.ctx.related(lo.node, f"DataLoader with {lo.describe_workers()}: {MEASURED}")
-            for lo in loaders
-        ]
+        message = with_location(message, loaders)
+        related = [self.ctx.related(lo.node, f"{located_phrase(lo)}: {MEASURED}") for lo in loaders]
         return self.finding(
             carrier.node,
             message,
@@ -264,7 +276,7 @@ class CudaStatePickledIntoWorkers(Rule):
                     lambda: static,
                 )
             )
-        if all(can_set_no_workers(lo) for lo in loaders):
+        if all(can_set_no_workers(lo) and not is_remote(lo) for lo in loaders):
             source = self.ctx.source
             fixes.append(
                 Fix(

@@ -12,10 +12,12 @@ from torchtrap.facts.datasets import (
     LoaderStatus,
     dataset_facts,
     judge,
+    located_phrase,
     self_stores,
     worker_count,
 )
 from torchtrap.facts.index import walk
+from torchtrap.facts.remote import remote_uses, with_location
 from torchtrap.facts.workers import SHARDING_WORDS, stream_sources
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, Severity
 from torchtrap.fixes.names import ModuleNames
@@ -33,7 +35,10 @@ class IterableDatasetNotSharded(Rule):
     Finds an `IterableDataset` whose `__iter__` (and the methods it calls)
     reads a finite stream — a file, a `range`, a list it holds — without
     consulting `torch.utils.data.get_worker_info()` or a sharding helper,
-    while a DataLoader with workers in the same file loads it.
+    while a DataLoader with workers loads it: in the same file, or in
+    another file of the project (the class in `datasets.py`,
+    `DataLoader(..., num_workers=4)` in `train.py`; the finding then names
+    that line).
 
     Severity: **warning** with a literal `num_workers > 0`, **info** when
     the worker count is only known at run time. Silent when the class
@@ -41,8 +46,11 @@ class IterableDatasetNotSharded(Rule):
     `num_workers`, `shard`, `split_by_worker`, `world_size`, `islice`...),
     when the DataLoader has a `worker_init_fn` (the documented way to shard
     through `get_worker_info().dataset`), when `__iter__` only wraps another
-    dataset or generates an endless stream, with `num_workers=0`, and when
-    no DataLoader in the file loads it (a later project index links files).
+    dataset or generates an endless stream, with `num_workers=0` (in every
+    file of the project that loads it), for a DataLoader in another file
+    that gets a subclass defining its own `__iter__`, and when no
+    DataLoader visibly loads it (one that gets it through an import the
+    project cannot resolve, a third-party or dynamic one, is unknown).
 
     ## Why is this bad?
     Each DataLoader worker gets its own copy of the dataset and calls
@@ -122,15 +130,18 @@ class IterableDatasetNotSharded(Rule):
                 continue
             if view.mentions(self.ctx.source, SHARDING_WORDS):
                 continue
-            judgement = judge(datasets, view, _status)
+            remote = None
+            if not datasets.uses(view):
+                # No DataLoader here gets it: only for a class that streams
+                # a whole source, ask the project's other files.
+                if not _streams(view):
+                    continue
+                # A subclass elsewhere with its own `__iter__` does not run this one.
+                remote = remote_uses(self.ctx, view.name, ("__iter__",))
+            judgement = judge(datasets, view, _status, remote)
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
-            stores: dict[str, list[ast.expr]] = {}
-            for fn in view.all_methods():
-                for attr, _stmt, _target, value in self_stores(fn):
-                    if value is not None:
-                        stores.setdefault(attr, []).append(value)
-            if not stream_sources(view.worker_methods(), stores):
+            if remote is None and not _streams(view):
                 continue
             yield self._finding(view, judgement.loaders, judgement.exposure)
 
@@ -144,11 +155,11 @@ class IterableDatasetNotSharded(Rule):
             f"`{view.name}.__iter__` never shards by worker: "
             f"with {workers} each worker yields the whole stream"
         )
+        message = with_location(message, loaders)
         related = [
             self.ctx.related(
                 loader.node,
-                f"DataLoader with {loader.describe_workers()} runs `__iter__` once per worker "
-                f"({MEASURED})",
+                f"{located_phrase(loader)} runs `__iter__` once per worker ({MEASURED})",
             )
             for loader in loaders
         ]
@@ -205,6 +216,16 @@ class IterableDatasetNotSharded(Rule):
                 build,
             )
         ]
+
+
+def _streams(view: DatasetView) -> bool:
+    """``__iter__`` (and what it calls) iterates a whole finite source."""
+    stores: dict[str, list[ast.expr]] = {}
+    for fn in view.all_methods():
+        for attr, _stmt, _target, value in self_stores(fn):
+            if value is not None:
+                stores.setdefault(attr, []).append(value)
+    return bool(stream_sources(view.worker_methods(), stores))
 
 
 def _status(loader: DataLoaderCall) -> LoaderStatus:

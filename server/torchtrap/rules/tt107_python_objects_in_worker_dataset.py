@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.datasets import Exposure, dataset_facts, judge, self_stores
+from torchtrap.facts.datasets import Exposure, dataset_facts, judge, located_phrase, self_stores
 from torchtrap.facts.index import walk
+from torchtrap.facts.remote import remote_uses, with_location
 from torchtrap.facts.workers import indexed_by_item, python_container
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.edits import replace
@@ -28,14 +29,19 @@ class PythonObjectsInWorkerDataset(Rule):
     containers on `self` (`json.load`, `pickle.load`, `yaml.safe_load`,
     `.tolist()`, `.to_dict()`, `readlines()`, also through one local name or
     a comprehension over it) and indexes it with the item index in
-    `__getitem__`, while a DataLoader with workers in the same file loads
-    it.
+    `__getitem__`, while a DataLoader with workers loads it: in the same
+    file, or in another file of the project (the class in `datasets.py`,
+    `DataLoader(..., num_workers=4)` in `train.py`; the finding then names
+    that line).
 
     Severity: **info** (memory, not correctness). Silent for the ordinary
     `self.files = sorted(glob(...))` image dataset, for containers not
     indexed by the item index (a class-name mapping read by label), for
-    numpy arrays and tensors, with `num_workers=0`, and when no DataLoader
-    in the file loads the dataset.
+    numpy arrays and tensors, with `num_workers=0` (in every file of the
+    project that loads it), for a DataLoader in another file that gets a
+    subclass defining its own `__getitem__`, and when no DataLoader
+    visibly loads the dataset (one that gets it through an import the
+    project cannot resolve, a third-party or dynamic one, is unknown).
 
     ## Why is this bad?
     Reading a Python object writes its reference count, so each worker
@@ -128,7 +134,12 @@ class PythonObjectsInWorkerDataset(Rule):
                     candidates.append((attr, value, how))
             if not candidates:
                 continue
-            judgement = judge(datasets, view)
+            # No DataLoader here gets it: only then ask the other files (a
+            # subclass there with its own `__getitem__` may not index it).
+            remote = (
+                None if datasets.uses(view) else remote_uses(self.ctx, view.name, ("__getitem__",))
+            )
+            judgement = judge(datasets, view, remote=remote)
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
             seen: set[str] = set()
@@ -141,7 +152,7 @@ class PythonObjectsInWorkerDataset(Rule):
                 related = [
                     self.ctx.related(
                         loader.node,
-                        f"DataLoader with {loader.describe_workers()}: each worker copies "
+                        f"{located_phrase(loader)}: each worker copies "
                         f"the pages it reads ({MEASURED})",
                     )
                     for loader in judgement.loaders
@@ -151,6 +162,7 @@ class PythonObjectsInWorkerDataset(Rule):
                 )
                 if how not in SCALAR_ITEMS:
                     message += "; serialise them to bytes"
+                message = with_location(message, judgement.loaders)
                 yield self.finding(value, message, fixes=self._fixes(value, how), related=related)
 
     def _fixes(self, value: ast.expr, how: str) -> list[Fix]:
