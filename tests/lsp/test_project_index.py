@@ -193,7 +193,9 @@ async def _published(
     deadline = time.monotonic() + 20
     while not any(p.uri == uri and test(p.diagnostics) for p in h.publishes[after:]):
         if time.monotonic() > deadline:
-            seen = [(p.uri.rsplit("/", 1)[-1], [d.code for d in p.diagnostics]) for p in h.publishes]
+            seen = [
+                (p.uri.rsplit("/", 1)[-1], [d.code for d in p.diagnostics]) for p in h.publishes
+            ]
             raise AssertionError(f"no matching publish for {uri}; got {seen}")
         await asyncio.sleep(0.02)
 

@@ -80,6 +80,21 @@ class ModelFacts:
         self.classes = tensors.classes
         self._layers: dict[str, list[ast.AST]] = {}
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
+        self._relative: set[str] | None = None
+
+    @property
+    def relative_imports(self) -> set[str]:
+        """Names bound by ``from .x import y`` (the import table keeps only
+        absolute imports); the project index resolves them."""
+        if self._relative is None:
+            self._relative = {
+                alias.asname or alias.name
+                for node in self.facts.index.of(ast.ImportFrom)
+                if node.level
+                for alias in node.names
+                if alias.name != "*"
+            }
+        return self._relative
 
     # -- train-mode layers ------------------------------------------------------
     def train_mode_layers(self, info: ClassInfo) -> list[ast.AST]:
@@ -127,7 +142,7 @@ class ModelFacts:
             return []
         head, _, last = qualname.rpartition(".")
         if head == "torch.nn" and last in TRAIN_MODE_LAYERS:
-            return [] if _inert_layer(last, call) else [call]
+            return [] if inert_layer(last, call) else [call]
         if qualname in _FUNCTIONAL_DROPOUT:
             # Only `training=self.training` follows the mode; the default
             # (training=True) drops in both modes.
@@ -147,8 +162,9 @@ class ModelFacts:
         local name or ``self.attr`` bound to ``Net(...)`` (through
         ``.to()``/``.cuda()``/... chains), in this module. None when unknown.
 
-        Extension point for a project index: an imported class, a factory
-        function defined in another file, a model passed in from another file.
+        A class imported from another file (also relatively) gives its
+        constructor call: the project index knows its layers (TT207 asks).
+        Not followed: a factory function, a model passed in from another file.
         """
         if depth > _MAX_DEPTH:
             return None
@@ -176,6 +192,7 @@ class ModelFacts:
             isinstance(value.func, ast.Name)
             and self.classes.get(value.func.id) is None
             and self.imports.qualname(value.func) is None
+            and value.func.id not in self.relative_imports
         ):
             return None  # a local factory function: not followed (yet)
         return ModelOrigin(value, eval_mode)
@@ -268,7 +285,7 @@ def _argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
     return call.args[position] if len(call.args) > position else None
 
 
-def _inert_layer(name: str, call: ast.Call) -> bool:
+def inert_layer(name: str, call: ast.Call) -> bool:
     """``nn.Dropout(0.0)`` / ``nn.BatchNorm2d(c, track_running_stats=False)``
     act the same in both modes."""
     if "Dropout" in name:

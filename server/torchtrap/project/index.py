@@ -18,6 +18,7 @@ Typical use in a rule::
         for arg in project.call_site_args("pkg.losses.bce", 0):
             arg.arg.kind, arg.where()
         project.module_class_has_layers("pkg.models.Net", {"torch.nn.Dropout"})
+        project.train_mode_layers("pkg.models.Net")        # [(path, "torch.nn.Dropout", span)]
         project.module_class_output("pkg.models.Net")      # "sigmoid" / "softmax" / None
         project.probability_of("pkg.models.disc")          # calling it gives a sigmoid?
         project.function("pkg.utils.seed_worker")          # FunctionFact | None
@@ -35,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from torchtrap.facts.classes import MODULE_BASES
 from torchtrap.project.summary import (
     ArgFact,
     CallSite,
@@ -334,6 +336,29 @@ class Project:
                 return True
             todo.extend(b for b in self.bases(current) if b)
         return False
+
+    def train_mode_layers(self, ref: str) -> list[tuple[str, str, Span]] | None:
+        """(path, qualname, span) of the ``torch.nn`` Dropout/BatchNorm layers
+        whose forward depends on the mode that the module class builds in
+        ``__init__`` (see ``ClassFact.train_layers``); when it builds none,
+        those of its project bases, nearest first. None when the class is
+        not in the project or not known to derive from ``torch.nn.Module``
+        (a third-party base, a plain class): unknown, not "none"."""
+        if self.class_fact(ref) is None or not self.derives_from(ref, MODULE_BASES):
+            return None
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop(0)
+            found = self.class_fact(current)
+            if found is None or current in seen:
+                continue
+            seen.add(current)
+            summary, fact = found
+            if fact.train_layers:
+                return [(summary.path, qual, span) for qual, span in fact.train_layers]
+            todo.extend(b for b in self.bases(current) if b)
+        return []
 
     def module_class_output(self, ref: str) -> str | None:
         """ "sigmoid"/"softmax" when the module class's ``forward`` ends in

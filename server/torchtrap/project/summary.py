@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
+from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
 from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
 from torchtrap.source import SourceText
@@ -28,7 +29,7 @@ from torchtrap.source import SourceText
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 2  # 2: ModuleSummary.pins_fork, ClassFact.train_layers
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -116,7 +117,10 @@ class ClassFact:
     Sigmoid and Softmax layers its ``__init__`` assigns (statement level,
     ``Sequential`` arguments included), and
     ``output`` "sigmoid"/"softmax" when every ``return`` of ``forward``
-    is one (a call, or a Sigmoid/Softmax layer or Sequential ending in one)."""
+    is one (a call, or a Sigmoid/Softmax layer or Sequential ending in one).
+    ``train_layers``: those of the layers whose forward depends on the mode
+    (``torch.nn.Dropout*``/``BatchNorm*`` but not ``Dropout(0.0)`` nor
+    ``track_running_stats=False``), each with where it is built."""
 
     name: str
     span: Span
@@ -124,6 +128,7 @@ class ClassFact:
     methods: tuple[str, ...]
     layers: tuple[str, ...] = ()
     output: str | None = None
+    train_layers: tuple[tuple[str, Span], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -301,10 +306,10 @@ class _Summarizer:
         self.local = {stmt.name for stmt in defs}
         for stmt in defs:
             if isinstance(stmt, ast.ClassDef):
-                layers, output = (
+                layers, output, train_layers = (
                     self._layers(stmt, imports)
                     if layer_words and self._mentions(stmt, layer_words)
-                    else ((), None)
+                    else ((), None, ())
                 )
                 self.s.classes[stmt.name] = ClassFact(
                     stmt.name,
@@ -317,6 +322,7 @@ class _Summarizer:
                     ),
                     layers,
                     output,
+                    train_layers,
                 )
             else:
                 params = tuple(a.arg for a in _params(stmt))
@@ -340,11 +346,19 @@ class _Summarizer:
 
     def _layers(
         self, cls: ast.ClassDef, imports: ImportTable
-    ) -> tuple[tuple[str, ...], str | None]:
+    ) -> tuple[tuple[str, ...], str | None, tuple[tuple[str, Span], ...]]:
         """Statement-level only (``self.x = nn.Dropout(...)``, a
         ``Sequential``'s layers, ``return ...`` in ``forward``): walking
         every expression of every class would cost more than the parse."""
         layers: list[str] = []
+        train_layers: list[tuple[str, Span]] = []
+
+        def add(qual: str, call: ast.Call) -> None:
+            layers.append(qual)
+            head, _, last = qual.rpartition(".")
+            if head == "torch.nn" and last in TRAIN_MODE_LAYERS and not inert_layer(last, call):
+                train_layers.append((qual, self.span(call)))
+
         by_attr: dict[str, str] = {}
         last_of_sequential: dict[str, str] = {}
         methods = {b.name: b for b in cls.body if isinstance(b, ast.FunctionDef)}
@@ -355,14 +369,14 @@ class _Summarizer:
             call = stmt.value
             qual = imports.qualname(call.func) or ""
             if _is_layer(qual):
-                layers.append(qual)
+                add(qual, call)
             last = ""
             if qual == "torch.nn.Sequential":
                 for arg in call.args:
                     if isinstance(arg, ast.Call):
                         last = imports.qualname(arg.func) or ""
                         if _is_layer(last):
-                            layers.append(last)
+                            add(last, arg)
             for target in stmt.targets:
                 if isinstance(target, ast.Attribute):
                     by_attr[target.attr] = qual
@@ -377,7 +391,7 @@ class _Summarizer:
             kinds = {_probability_kind(r, imports, by_attr, last_of_sequential) for r in returns}
             if len(kinds) == 1:
                 output = kinds.pop()
-        return tuple(dict.fromkeys(layers)), output
+        return tuple(dict.fromkeys(layers)), output, tuple(train_layers)
 
     def _mentions(self, node: ast.stmt, words: tuple[str, ...]) -> bool:
         text = "\n".join(self.source.lines[node.lineno - 1 : node.end_lineno or node.lineno])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from torchtrap.facts.autograd import grad_off_context, is_grad_off
 from torchtrap.facts.imports import ImportTable, dotted_name
@@ -15,9 +16,11 @@ from torchtrap.facts.modules import (
     argument_for,
     may_be_module,
 )
+from torchtrap.facts.remote import MESSAGE_LIMIT, REMOTE_ATTR, remote_node, remote_where
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, TensorFacts
-from torchtrap.findings import Applicability, Edit, Finding, Fix, RelatedLocation
+from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
+from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -32,7 +35,21 @@ _DUMMY_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full",
 # A helper whose name says it handles the mode (`inference_context(model)`, `set_eval(model)`).
 _MODE_HELPER_PREFIXES = ("eval", "infer", "train", "mode")
 _MAX_CALLER_DEPTH = 3
-_LAYER_WORDS = ("Dropout", "BatchNorm", "dropout", "torchvision")
+# Qualified names that are never project code (no need to ask the project).
+_FOREIGN = ("torch.", "numpy.", "math.", "builtins.", "typing.", "collections.")
+
+
+@dataclass(frozen=True)
+class _Imported:
+    """A model built from a class imported from another file (``Net()``
+    with ``from models import Net``): its layers are the project's to tell,
+    asked only once the rest of the pattern matched."""
+
+    name: str  # as this file spells it: "Net", "models.Net"
+    qualname: str | None  # "models.Net"; None for a relative import
+
+
+Layer = ast.AST | _Imported
 
 
 class MissingEval(Rule):
@@ -46,8 +63,18 @@ class MissingEval(Rule):
     `.train(False)` on it: not in the function, and not in any caller in
     this file that passes the model in.
 
-    Silent when the model is unknown (built elsewhere, a factory function,
-    an import), when its class has neither layer (or `nn.Dropout(0.0)`,
+    The model's class may be defined in another file of the project
+    (`from models import Net`, `import models; models.Net()`, a relative
+    import, a re-export through a package's `__init__.py`, layers inherited
+    from a project base class): the project index tells whether its
+    `__init__` builds `nn.Dropout*`/`nn.BatchNorm*` layers, and the finding
+    points at the layer in that file.
+
+    Silent when the model is unknown (built by a factory function, a
+    third-party class such as `timm.create_model(...)`, passed in from
+    another file, a class whose layers are built in a way the index does
+    not record, or with a base outside the project that may not be an
+    `nn.Module`), when its class has neither layer (or `nn.Dropout(0.0)`,
     `track_running_stats=False`), when the function also trains (calls
     `.backward()`, `.step()`, `zero_grad()`: a target or a teacher's output
     computed inside a training step), when the input is a dummy tensor
@@ -99,10 +126,6 @@ class MissingEval(Rule):
     requires_text = ("no_grad", "inference_mode", "set_grad_enabled")
 
     def check(self) -> Iterable[Finding]:
-        if not any(word in self.ctx.text for word in _LAYER_WORDS):
-            # Models resolve within this file: no layer named here, no finding.
-            # (A project index that resolves classes across files drops this.)
-            return
         self.tensors = TensorFacts(self.ctx.facts)
         self.models = ModelFacts(self.tensors)
         self.imports = self.ctx.facts.imports
@@ -110,6 +133,7 @@ class MissingEval(Rule):
         self._functions: dict[str, Function] | None = None
         self._visiting: set[int] = set()
         self._training: dict[int, bool] = {}
+        self._remote: dict[_Imported, list[ast.AST]] = {}
         seen: set[int] = set()
         for block in self._grad_off_blocks():
             for call in _calls_in(block):
@@ -162,18 +186,31 @@ class MissingEval(Rule):
             return None
         if self._mode_managed(function, name):
             return None
-        return self._finding(call, model, name, block, function, layers)
+        # Last, the costly evidence: classes defined in other files.
+        found = self._project_layers(layers)
+        if not found:
+            return None
+        return self._finding(call, model, name, block, function, found)
 
     def _unguarded_layers(
         self, model: ast.expr, at: ast.AST, function: Function | None, name: str, depth: int
-    ) -> list[ast.AST]:
+    ) -> list[Layer]:
         """Train-mode layers of the model, when no path to ``at`` switches it
-        to eval mode; empty when unknown or switched."""
+        to eval mode (``_Imported`` for a class of another file: the project
+        tells); empty when unknown or switched."""
         if depth > _MAX_CALLER_DEPTH:
             return []
         origin = self.models.model_constructor(model, at)
         if origin is not None:
-            return [] if origin.eval_mode else self.models.layers_of_constructor(origin.call)
+            if origin.eval_mode:
+                return []
+            local: list[Layer] = []
+            local.extend(self.models.layers_of_constructor(origin.call))
+            if not local:
+                imported = self._imported_class(origin.call.func)
+                if imported is not None:
+                    local.append(imported)
+            return local
         if not (isinstance(model, ast.Name) and function is not None):
             return []
         if not _is_parameter_of(function, model.id, self.tensors, at):
@@ -182,7 +219,7 @@ class MissingEval(Rule):
         sites = self.models.callers_of(function)
         if not sites:
             return []
-        found: list[ast.AST] = []
+        found: list[Layer] = []
         for site in sites:
             passed = argument_for(site.call, function, model.id)
             if passed is None:
@@ -196,6 +233,50 @@ class MissingEval(Rule):
                 self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
             )
         return found
+
+    def _imported_class(self, func: ast.expr) -> _Imported | None:
+        """``Net`` / ``models.Net`` imported from a module that may be in the
+        project (not torch, not a local name); None otherwise."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        qualname = self.imports.qualname(func)
+        if qualname is not None:
+            return None if qualname.startswith(_FOREIGN) else _Imported(dotted, qualname)
+        if dotted.split(".", 1)[0] in self.models.relative_imports:
+            return _Imported(dotted, None)
+        return None
+
+    def _project_layers(self, layers: list[Layer]) -> list[ast.AST]:
+        """The layers, with each imported class replaced by the train-mode
+        layers the project index finds in it (stand-in nodes located in its
+        file); an imported class the project does not know adds nothing."""
+        found: list[ast.AST] = []
+        for layer in layers:
+            if not isinstance(layer, _Imported):
+                found.append(layer)
+                continue
+            if layer not in self._remote:
+                self._remote[layer] = self._remote_layers(layer)
+            found.extend(self._remote[layer])
+        return found
+
+    def _remote_layers(self, imported: _Imported) -> list[ast.AST]:
+        project = self.ctx.project  # may raise NeedsProject: the engine asks again
+        if project is None:
+            return []
+        ref = (
+            project.resolve(imported.qualname, self.ctx.path)
+            if imported.qualname is not None  # also imported inside a function
+            else project.ref(self.ctx.path, imported.name)  # relative: module level only
+        )
+        if ref is None:
+            return []
+        layers = project.train_mode_layers(ref) or []
+        return [
+            remote_node(path, span, location(path, span, project.root), qual.rsplit(".", 1)[-1])
+            for path, qual, span in layers
+        ]
 
     def _in_module_class(self, node: ast.AST) -> bool:
         cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
@@ -299,10 +380,16 @@ class MissingEval(Rule):
             f"`{name}` is run in training mode under `no_grad`: "
             f"its {what} layers act as in training"
         )
+        where = next((w for layer in layers if (w := self._elsewhere(layer))), None)
+        if where is not None:  # "... its Dropout layers (models.py:9) act as in training"
+            longer = message.replace(" layers act", f" layers ({where}) act")
+            message = longer if len(longer) <= MESSAGE_LIMIT else message
         related = [
-            RelatedLocation(
-                self.ctx.range(layer),
-                f"{_layer_kind(layer)} here: in training mode it "
+            self.ctx.related(
+                layer,
+                f"{_layer_kind(layer)} here"
+                + (f" ({w})" if (w := self._elsewhere(layer)) else "")
+                + ": in training mode it "
                 + (
                     "drops activations"
                     if _layer_kind(layer) == "Dropout"
@@ -313,6 +400,12 @@ class MissingEval(Rule):
         ]
         fixes = self._fixes(model, name, block, function)
         return self.finding(call, message, fixes=fixes, related=related)
+
+    def _elsewhere(self, layer: ast.AST) -> str | None:
+        """``models.py:9`` for a layer in another file."""
+        if not hasattr(layer, REMOTE_ATTR):
+            return None
+        return remote_where(layer, self.ctx.path)
 
     def _fixes(
         self, model: ast.expr, name: str, block: ast.AST, function: Function | None

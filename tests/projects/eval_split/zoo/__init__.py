@@ -1,0 +1,3 @@
+from .heads import Head
+
+__all__ = ["Head"]

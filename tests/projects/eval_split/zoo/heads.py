@@ -1,0 +1,5 @@
+from models import DropNet
+
+
+class Head(DropNet):
+    """Inherits DropNet's Dropout from another module."""
