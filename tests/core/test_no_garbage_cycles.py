@@ -18,17 +18,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.projects import PROJECTS, index
 from torchtrap.config import Config, load_config
 from torchtrap.engine import lint
 from torchtrap.lsp.diagnostics import build_diagnostics
 from torchtrap.lsp.settings import Settings
 from torchtrap.lsp.workspace import DocText, Snapshot, compute
-from torchtrap.project import Project, module_for, project_files, summarize_source
 from torchtrap.rules import ALL_RULES
 from torchtrap.rules.tt106_workers_without_main_guard import _is_literal
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECTS = ROOT / "tests" / "projects"
 
 
 def _examples() -> Iterator[str]:
@@ -70,12 +69,7 @@ def test_an_editor_lint_of_a_big_file_with_its_project_leaves_no_cycles() -> Non
         sys.path.remove(str(ROOT / "bench"))
     root = PROJECTS / "flat"
     config = load_config(root)
-    summaries = []
-    for path in project_files(root, config):
-        summary = summarize_source(path.read_bytes(), str(path), module_for(path, config))
-        assert summary is not None
-        summaries.append(summary)
-    project = Project(summaries)
+    project = index(root)
     path = str(root / "big.py")
     text = generate_file(seed=8, lines=2000)  # plants two TT201s
     snap = Snapshot(Path(path).as_uri(), 1, path, (DocText(Path(path).as_uri(), text, 1),))

@@ -7,28 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.projects import PROJECTS, index
 from torchtrap.config import load_config
 from torchtrap.engine import analyse, lint
 from torchtrap.project import (
     PENDING,
     SUMMARY_VERSION,
-    Project,
     module_for,
-    project_files,
     summarize_source,
 )
-
-PROJECTS = Path(__file__).resolve().parent.parent / "projects"
-
-
-def index(root: Path) -> Project:
-    config = load_config(root)
-    summaries = []
-    for path in project_files(root, config):
-        summary = summarize_source(path.read_bytes(), str(path), module_for(path, config))
-        assert summary is not None
-        summaries.append(summary)
-    return Project(summaries)
 
 
 def test_summaries_are_plain_versioned_data() -> None:

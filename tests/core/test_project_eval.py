@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.projects import index
 from torchtrap import cli
 from torchtrap.config import load_config
 from torchtrap.engine import analyse, lint
-from torchtrap.project import PENDING, Project, module_for, project_files, summarize_source
+from torchtrap.project import PENDING
 
 ROOT = Path(__file__).resolve().parent.parent / "projects" / "eval_split"
 
@@ -45,16 +46,6 @@ def where(findings: list[dict[str, object]], root: Path) -> list[tuple[str, int]
         (Path(str(f["path"])).relative_to(root).as_posix(), f["range"]["start"]["line"])  # type: ignore[index]
         for f in findings
     )
-
-
-def index(root: Path) -> Project:
-    config = load_config(root)
-    summaries = []
-    for path in project_files(root, config):
-        summary = summarize_source(path.read_bytes(), str(path), module_for(path, config))
-        assert summary is not None
-        summaries.append(summary)
-    return Project(summaries)
 
 
 def test_project_knows_train_mode_layers_of_module_classes() -> None:

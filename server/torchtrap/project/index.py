@@ -317,6 +317,19 @@ class Project:
                     todo.append(child)
         return found
 
+    def _lineage(self, ref: str) -> Iterator[tuple[ModuleSummary, ClassFact]]:
+        """The class and its project bases, nearest first, each once."""
+        seen: set[str] = set()
+        todo = [ref]
+        while todo:
+            current = todo.pop(0)
+            found = self.class_fact(current)
+            if found is None or current in seen:
+                continue
+            seen.add(current)
+            yield found
+            todo.extend(b for b in self.bases(current) if b)
+
     def module_class_has_layers(self, ref: str, qualnames: Iterable[str]) -> bool | None:
         """Whether the module class (or a project base) builds one of the
         ``torch.nn`` layers in ``qualnames`` in ``__init__``; None when the
@@ -324,18 +337,7 @@ class Project:
         wanted = set(qualnames)
         if self.class_fact(ref) is None:
             return None
-        seen: set[str] = set()
-        todo = [ref]
-        while todo:
-            current = todo.pop()
-            found = self.class_fact(current)
-            if found is None or current in seen:
-                continue
-            seen.add(current)
-            if wanted & set(found[1].layers):
-                return True
-            todo.extend(b for b in self.bases(current) if b)
-        return False
+        return any(wanted & set(fact.layers) for _, fact in self._lineage(ref))
 
     def train_mode_layers(self, ref: str) -> list[tuple[str, str, Span]] | None:
         """(path, qualname, span) of the ``torch.nn`` Dropout/BatchNorm layers
@@ -346,35 +348,18 @@ class Project:
         (a third-party base, a plain class): unknown, not "none"."""
         if self.class_fact(ref) is None or not self.derives_from(ref, MODULE_BASES):
             return None
-        seen: set[str] = set()
-        todo = [ref]
-        while todo:
-            current = todo.pop(0)
-            found = self.class_fact(current)
-            if found is None or current in seen:
-                continue
-            seen.add(current)
-            summary, fact = found
+        for summary, fact in self._lineage(ref):
             if fact.train_layers:
                 return [(summary.path, qual, span) for qual, span in fact.train_layers]
-            todo.extend(b for b in self.bases(current) if b)
         return []
 
     def module_class_output(self, ref: str) -> str | None:
         """ "sigmoid"/"softmax" when the module class's ``forward`` ends in
         one (also through a project base's ``forward``); None when not or
         unknown."""
-        seen: set[str] = set()
-        todo = [ref]
-        while todo:
-            current = todo.pop(0)
-            found = self.class_fact(current)
-            if found is None or current in seen:
-                continue
-            seen.add(current)
-            if "forward" in found[1].methods:
-                return found[1].output
-            todo.extend(b for b in self.bases(current) if b)
+        for _, fact in self._lineage(ref):
+            if "forward" in fact.methods:
+                return fact.output
         return None
 
     def probability_of(self, ref: str, importer: str | None = None) -> str | None:
