@@ -332,6 +332,40 @@ async def test_a_large_workspace_is_indexed_in_a_process_and_cached(
     assert "cache" not in cached.stderr
 
 
+async def test_folders_changed_while_indexing(tmp_path: Path) -> None:
+    """Two folders added one right after the other: the first rebuild is
+    superseded (its indexing process stopped) and the index ends with all
+    three folders; its progress ends, and no warning is shown."""
+    folders = []
+    for name in ("first", "second", "third"):
+        folder = tmp_path / name
+        shutil.copytree(FLAT, folder)
+        for i in range(70):  # enough for the indexing process
+            (folder / f"filler_{i}.py").write_text(f"from datasets import Noisy\n\nVALUE = {i}\n")
+        folders.append(folder)
+    first, second, third = folders
+    async with session(first) as h:
+        datasets = h.open((third / "datasets.py").as_uri(), (third / "datasets.py").read_text())
+        await _wait_for(h, datasets, None)
+        mark = len(h.publishes)
+        for folder in (second, third):
+            h.client.workspace_did_change_workspace_folders(
+                types.DidChangeWorkspaceFoldersParams(
+                    types.WorkspaceFoldersChangeEvent(
+                        added=[types.WorkspaceFolder(folder.as_uri(), folder.name)], removed=[]
+                    )
+                )
+            )
+        await _wait_for(h, datasets, True, after=mark)
+        info = await h.command("torchtrap.debugInfo")
+        assert info["projectIndex"]["files"] == 3 * 75
+        assert not [m for m in h.client.messages if "indexing" in m.message.lower()]
+        reports = [v for values in h.client.progress_reports.values() for v in values]
+        begins = [v for v in reports if isinstance(v, types.WorkDoneProgressBegin)]
+        ends = [v for v in reports if isinstance(v, types.WorkDoneProgressEnd)]
+        assert len(begins) == len(ends)
+
+
 async def test_a_new_file_joins_the_project(flat: Path) -> None:
     async with session(flat) as h:
         # Created after the index was built, not saved yet: its DataLoader counts.

@@ -79,6 +79,11 @@ class ProjectIndex:
     def stop(self) -> None:
         """On shutdown: drop the build in progress (its queued batches too)."""
         self.generation += 1
+        self._cancel_build()
+
+    def _cancel_build(self) -> None:
+        """The indexing process stops after its current batch; the build
+        that waited on it ends (its generation is stale anyway)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -88,8 +93,9 @@ class ProjectIndex:
         """Index ``folders`` in the background (again, after a pyproject change)."""
         self.folders = sorted({os.path.abspath(f) for f in folders if os.path.isdir(f)})
         self.generation += 1
+        self._cancel_build()  # a build of the old folders would be thrown away
         if self.folders:
-            self._spawn(self._build(self.generation))
+            self._spawn(self._build(self.generation, list(self.folders)))
         elif self.ready:  # the last folder was closed: lint open files alone again
             self.layouts, self.summaries = {}, {}
             self._projects.clear()
@@ -104,25 +110,25 @@ class ProjectIndex:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _build(self, generation: int) -> None:
+    async def _build(self, generation: int, folders: list[str]) -> None:
         loop = asyncio.get_running_loop()
         progress = _Progress(self.ls)
         pool = None
         try:
             # A small workspace is indexed in a lint thread (a process costs
             # more to start than it saves).
-            if await loop.run_in_executor(self.ls.lint_pool, _has_files, self.folders):
+            if await loop.run_in_executor(self.ls.lint_pool, _has_files, folders):
+                if generation != self.generation:
+                    return  # superseded before it started
                 pool = self._pool = _process_pool()
             executor: Any = pool or self.ls.lint_pool
-            layouts, warnings = await loop.run_in_executor(
-                executor, index_worker.discover, self.folders
-            )
+            layouts, warnings = await loop.run_in_executor(executor, index_worker.discover, folders)
             await progress.begin(f"Indexing {len(layouts):,} files")
             # Each workspace folder keeps its own .torchtrap_cache/, the one
             # `torchtrap check` run in that folder uses.
             groups: dict[str, list[str]] = {}
             for path in sorted(layouts):
-                groups.setdefault(self._folder_of(path), []).append(path)
+                groups.setdefault(_folder_of(path, folders), []).append(path)
             batches = [
                 (folder, [(p, layouts[p]) for p in paths[i : i + BATCH]])
                 for folder, paths in groups.items()
@@ -139,7 +145,14 @@ class ProjectIndex:
                 done += len(batch)
                 progress.report(f"Indexed {done:,}/{len(layouts):,} files", done, len(layouts))
             warnings += await loop.run_in_executor(executor, index_worker.save_caches)
-        except Exception as err:  # never take the server down: lint files alone
+        except (Exception, asyncio.CancelledError) as err:
+            if generation != self.generation:  # superseded: its pool was shut down
+                progress.end("restarted")
+                return
+            if isinstance(err, asyncio.CancelledError):
+                progress.end("cancelled")
+                raise
+            # Never take the server down: files are linted alone.
             log.exception("indexing the workspace failed")
             progress.end("failed")
             self.ls.warn(f"indexing the workspace failed: {err!r}; files are linted alone")
@@ -150,6 +163,7 @@ class ProjectIndex:
                 if self._pool is pool:
                     self._pool = None
         if generation != self.generation or self.ls.closing:
+            progress.end("restarted")  # a newer build reports its own
             return
         results = index_worker.unpack(blobs)
         for warning in dict.fromkeys(warnings):
@@ -375,12 +389,6 @@ class ProjectIndex:
             if summary is not None or not os.path.exists(path):
                 self.update(path, summary)  # a syntax error keeps the last summary
 
-    def _folder_of(self, path: str) -> str:
-        """The innermost workspace folder holding ``path`` (the first folder
-        for a project module above them all)."""
-        holding = [f for f in self.folders if path.startswith(os.path.join(f, ""))]
-        return max(holding, key=len) if holding else self.folders[0]
-
     def _new_layout(self, path: str, remember: bool = True) -> Layout | None:
         """A file created in a workspace folder after the index was built
         (or a notebook: ``remember=False``, it stays out of the index)."""
@@ -391,6 +399,13 @@ class ProjectIndex:
         if layout is not None and remember:
             self.layouts[path] = layout
         return layout
+
+
+def _folder_of(path: str, folders: list[str]) -> str:
+    """The innermost of ``folders`` holding ``path`` (the first folder for a
+    project module above them all)."""
+    holding = [f for f in folders if path.startswith(os.path.join(f, ""))]
+    return max(holding, key=len) if holding else folders[0]
 
 
 def _has_files(folders: list[str], count: int = PROCESS_MIN_FILES) -> bool:
