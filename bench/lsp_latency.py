@@ -196,7 +196,7 @@ async def rss_after_opening(
         uris.append(uri)
     for uri in uris:
         await wait_for(recorder, (uri, 1), timeout=300)
-    await asyncio.sleep(2)  # the steady state: the server collects garbage when idle
+    await asyncio.sleep(3)  # the steady state: the server collects garbage after 2 s idle
     return before, rss_mb(server.pid)
 
 

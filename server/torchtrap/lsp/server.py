@@ -46,8 +46,10 @@ log = logging.getLogger("torchtrap.lsp")
 
 # How many units keep their last result (with its lazy fixes) in memory.
 HOT_RESULTS = 16
-# Collect garbage once the server has been idle this long (seconds).
+# Collect garbage once the server has been idle this long (seconds), or
+# after this many lints without such a pause (typing non-stop for minutes).
 IDLE_GC_DELAY = 2.0
+GC_MAX_LINTS = 50
 
 # The workDoneToken of the executeCommand request being handled (pygls only
 # passes a command its arguments).
@@ -202,7 +204,8 @@ class TorchTrapServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.lint_count = 0  # for tests and debugInfo
-        self._gc_timer: asyncio.TimerHandle | None = None
+        self._gc_timer: asyncio.Handle | None = None
+        self._lints_since_gc = 0
         self.init_options_given = False
         self.index = ProjectIndex(self)
 
@@ -467,18 +470,30 @@ class TorchTrapServer(LanguageServer):
         every live object (tens of milliseconds with a project index loaded,
         measured, right in the way of the next edit). Whatever other cyclic
         garbage the protocol leaves (futures, exceptions) is collected once
-        the server has been idle for ``IDLE_GC_DELAY``."""
+        the server has been idle for ``IDLE_GC_DELAY`` (building a
+        structural fix with libcst does leave cycles), or every
+        ``GC_MAX_LINTS`` lints when it never is."""
         if self.loop is None:
             return
+        self._lints_since_gc += 1
         if self._gc_timer is not None:
             self._gc_timer.cancel()
-        self._gc_timer = self.loop.call_later(IDLE_GC_DELAY, self._collect_if_idle)
+        if self._lints_since_gc >= GC_MAX_LINTS:
+            self._gc_timer = self.loop.call_soon(self._collect)
+        else:
+            self._gc_timer = self.loop.call_later(IDLE_GC_DELAY, self._collect_if_idle)
 
     def _collect_if_idle(self) -> None:
         self._gc_timer = None
         if any(state.running or state.timer is not None for state in self.units.values()):
+            self._lints_since_gc -= 1  # rescheduling is not another lint
             self._schedule_gc()
             return
+        self._collect()
+
+    def _collect(self) -> None:
+        self._gc_timer = None
+        self._lints_since_gc = 0
         gc.collect()
 
     @property
