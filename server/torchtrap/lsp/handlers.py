@@ -118,22 +118,6 @@ def register(server: TorchTrapServer) -> None:
         else:
             ls.index.files_changed(params.changes)
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def did_change_workspace_folders(
-        ls: TorchTrapServer, params: types.DidChangeWorkspaceFoldersParams
-    ) -> None:
-        """A folder added to (removed from) a multi-root workspace: index
-        again (unchanged files come from the cache), then the open files are
-        linted with the new project."""
-        from pygls.uris import to_fs_path
-
-        removed = {to_fs_path(f.uri) for f in params.event.removed}
-        added = [p for p in (to_fs_path(f.uri) for f in params.event.added) if p]
-        folders = [f for f in ls.workspace_folders if f not in removed]
-        ls.workspace_folders = folders + [f for f in added if f not in folders]
-        ls.configs.clear()
-        ls.index.start(ls.workspace_folders)
-
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchTrapServer, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document

@@ -81,6 +81,17 @@ class TorchTrapProtocol(LanguageServerProtocol):
             log.warning("dropped a malformed %r message: %s", data.get("method"), err)
             return _DROPPED
 
+    @lsp_method(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def lsp_workspace__did_change_workspace_folders(
+        self, params: types.DidChangeWorkspaceFoldersParams
+    ) -> Generator[Any, Any, None]:
+        # pygls' own bookkeeping, then ours. (An override, not a
+        # `server.feature`: with a feature registered for this method, a
+        # multi-root workspace opened next in code-server came up with no
+        # folder, reproducibly in the e2e, for reasons not found.)
+        yield from super().lsp_workspace__did_change_workspace_folders(params)
+        self._server.workspace_folders_changed(params.event)
+
     def handle_message(self, message: Any) -> None:
         if message is _DROPPED:
             return
@@ -322,6 +333,19 @@ class TorchTrapServer(LanguageServer):
             self._start(key)
         else:
             state.timer = self.loop.call_later(delay, self._start, key)
+
+    def workspace_folders_changed(self, event: types.WorkspaceFoldersChangeEvent) -> None:
+        """A folder added to (removed from) a multi-root workspace: index
+        again (unchanged files come from the cache); the open files are then
+        linted with the new project."""
+        from pygls.uris import to_fs_path
+
+        removed = {to_fs_path(f.uri) for f in event.removed}
+        added = [p for p in (to_fs_path(f.uri) for f in event.added) if p]
+        folders = [f for f in self.workspace_folders if f not in removed]
+        self.workspace_folders = folders + [f for f in added if f not in folders]
+        self.configs.clear()
+        self.index.start(self.workspace_folders)
 
     def relint_all(self) -> None:
         for key in list(self.units):
