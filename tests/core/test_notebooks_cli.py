@@ -135,3 +135,29 @@ def test_a_notebook_sees_the_project_it_imports(
     before = nb.read_text(encoding="utf-8")
     assert cli.main(["check", str(nb), "--fix", "--unsafe-fixes", *args]) == 0
     assert nb.read_text(encoding="utf-8") == before  # idempotent
+
+
+def test_a_notebook_keeps_its_own_evidence_with_a_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A helper defined in the notebook and called there with a sigmoid
+    output: TT201 alone and inside a project alike (the notebook's own names
+    resolve under its key, not as a module named after the helper)."""
+    import shutil
+
+    root = tmp_path / "flat"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "projects" / "flat", root)
+    document = {
+        **NOTEBOOK,
+        "cells": [
+            _code("import torch\n\ndef nll(p):\n    return -torch.log(p).mean()\n"),
+            _code("nll(torch.sigmoid(torch.randn(3)))\n"),
+        ],
+    }
+    alone = tmp_path / "alone" / "local.ipynb"
+    alone.parent.mkdir()
+    for nb in (root / "local.ipynb", alone):
+        write(nb, document)
+        args = ["--select", "TT201", "--color", "never", "--no-cache"]
+        assert cli.main(["check", str(nb), *args]) == 1
+        assert f"{nb}:cell 1:4:13: TT201" in capsys.readouterr().out

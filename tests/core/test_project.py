@@ -13,6 +13,7 @@ from torchtrap.engine import analyse, lint
 from torchtrap.project import (
     PENDING,
     SUMMARY_VERSION,
+    Project,
     module_for,
     summarize_source,
 )
@@ -157,3 +158,32 @@ def test_import_graph_finds_files_one_module_apart(tmp_path: Path) -> None:
     graph.imports(project, new_b)
     assert not concerns("a.py", "c.py")
     assert concerns("a.py", "b.py")
+
+
+def test_a_file_added_to_a_project_reuses_its_tables(tmp_path: Path) -> None:
+    """Project.with_file (a notebook linted with its project): the added
+    file's own names resolve under its key, and the project-wide tables are
+    the base's plus its entries, the same as a project built with it."""
+    root = PROJECTS / "flat"
+    base = index(root)
+    source = (
+        "import torch\nfrom datasets import Noisy\nfrom torch.utils.data import DataLoader\n"
+        "def loss(p):\n    return torch.log(p).mean()\n"
+        "loader = DataLoader(Noisy(), num_workers=2)\n"
+        "loss(torch.sigmoid(torch.randn(3)))\n"
+    )
+    path = str(root / "explore.ipynb")
+    own = summarize_source(source, path, ("", False))
+    assert own is not None
+    base.dataloaders_loading("datasets.Noisy")  # the base builds its tables first
+    added = base.with_file(own)
+    fresh = Project([*base, own])
+    local = added.ref(path, "loss")
+    assert local is not None and local.endswith(".loss")
+    assert added.call_sites(local) == fresh.call_sites(local) != []
+    assert added.dataloaders_loading("datasets.Noisy") == fresh.dataloaders_loading(
+        "datasets.Noisy"
+    )
+    assert len(added.dataloaders_loading("datasets.Noisy")) == 2
+    assert added.subclasses("datasets.Noisy") == fresh.subclasses("datasets.Noisy")
+    assert base.summary(path) is None and len(base.dataloaders_loading("datasets.Noisy")) == 1

@@ -14,6 +14,8 @@ keys on it.
 from __future__ import annotations
 
 import ast
+import hashlib
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -29,7 +31,9 @@ from torchtrap.source import SourceText
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
 
-SUMMARY_VERSION = 2  # 2: ModuleSummary.pins_fork, ClassFact.train_layers
+# 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
+# name refers to its own definitions by its key (module_key), not bare
+SUMMARY_VERSION = 2
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -223,6 +227,7 @@ class _Summarizer:
         self.source = source
         self.text = source.text
         self.s = summary
+        self.key = module_key(summary)  # what its own definitions are under
 
     def span(self, node: ast.AST) -> Span:
         return Span.of(self.source.node_range(node))
@@ -278,7 +283,7 @@ class _Summarizer:
         base = self.s.imports.get(head)
         if base is None:
             if head in self.local or head in self.s.assigned:
-                base = f"{self.s.module}.{head}" if self.s.module else head
+                base = f"{self.key}.{head}"
             else:
                 return None
         return canonical(f"{base}.{rest}" if rest else base)
@@ -692,3 +697,12 @@ def _seeds_workers(nodes: Iterable[ast.AST], imports: ImportTable) -> bool:
                 if isinstance(workers, ast.Constant) and workers.value is True:
                     return True
     return False
+
+
+def module_key(summary: ModuleSummary) -> str:
+    """The module name, or a stable dot-free key for a file that is not
+    importable (a notebook, a script in a folder with a dash in its name):
+    its own definitions are ``<key>.name``, and no import can name it."""
+    if summary.module:
+        return summary.module
+    return "@" + hashlib.sha1(os.path.abspath(summary.path).encode()).hexdigest()[:12]

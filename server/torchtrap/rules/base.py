@@ -104,7 +104,7 @@ class Context:
                 stem = self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
                 module = stem if stem.isidentifier() and not self.path.startswith("<") else ""
             own = summarize(self.tree, self.source, self.path, module, False, self.facts)
-            self._project = Project([own]) if project is None else project.updated(self.path, own)
+            self._project = Project([own]) if project is None else project.with_file(own)
             self._own_added = True
         return self._project  # type: ignore[return-value]
 
