@@ -392,7 +392,7 @@ class ProjectIndex:
     def _new_layout(self, path: str, remember: bool = True) -> Layout | None:
         """A file created in a workspace folder after the index was built
         (or a notebook: ``remember=False``, it stays out of the index)."""
-        folder = next((f for f in self.folders if path.startswith(os.path.join(f, ""))), None)
+        folder = _holding(path, self.folders)
         if folder is None:
             return None
         layout = index_worker.layout_of(path, folder)
@@ -401,11 +401,15 @@ class ProjectIndex:
         return layout
 
 
-def _folder_of(path: str, folders: list[str]) -> str:
-    """The innermost of ``folders`` holding ``path`` (the first folder for a
-    project module above them all)."""
+def _holding(path: str, folders: list[str]) -> str | None:
+    """The innermost of ``folders`` holding ``path``."""
     holding = [f for f in folders if path.startswith(os.path.join(f, ""))]
-    return max(holding, key=len) if holding else folders[0]
+    return max(holding, key=len) if holding else None
+
+
+def _folder_of(path: str, folders: list[str]) -> str:
+    """``_holding``, or the first folder for a project module above them all."""
+    return _holding(path, folders) or folders[0]
 
 
 def _has_files(folders: list[str], count: int = PROCESS_MIN_FILES) -> bool:
