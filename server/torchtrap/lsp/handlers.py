@@ -118,6 +118,12 @@ def register(server: TorchTrapServer) -> None:
         else:
             ls.index.files_changed(params.changes)
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(
+        ls: TorchTrapServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        ls.workspace_folders_changed(params.event)
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchTrapServer, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document

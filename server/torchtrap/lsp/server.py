@@ -81,17 +81,6 @@ class TorchTrapProtocol(LanguageServerProtocol):
             log.warning("dropped a malformed %r message: %s", data.get("method"), err)
             return _DROPPED
 
-    @lsp_method(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def lsp_workspace__did_change_workspace_folders(
-        self, params: types.DidChangeWorkspaceFoldersParams
-    ) -> Generator[Any, Any, None]:
-        # pygls' own bookkeeping, then ours. (An override, not a
-        # `server.feature`: with a feature registered for this method, a
-        # multi-root workspace opened next in code-server came up with no
-        # folder, reproducibly in the e2e, for reasons not found.)
-        yield from super().lsp_workspace__did_change_workspace_folders(params)
-        self._server.workspace_folders_changed(params.event)
-
     def handle_message(self, message: Any) -> None:
         if message is _DROPPED:
             return
