@@ -581,8 +581,9 @@ async function main() {
     /**
      * Open a folder (or a .code-workspace) in this page and wait for the workbench and, for a
      * workspace, for the Explorer to list its folders. Opening a .code-workspace right after
-     * another window sometimes comes up empty in code-server ("No Folder Opened", seen in 4 of
-     * 10 CI runs, with or without TorchTrap's server changes); loading it again fixes it.
+     * another window sometimes comes up empty in code-server ("No Folder Opened": 5 of 10 runs
+     * while the folder-change handling was being built; the notification is never sent, and
+     * loading the workspace again fixes it).
      */
     const openWorkbench = async (/** @type {number} */ port, /** @type {string} */ query) => {
       for (let attempt = 1; ; attempt++) {
