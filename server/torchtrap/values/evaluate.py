@@ -26,6 +26,7 @@ from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
     UNKNOWN,
     Certainty,
@@ -70,6 +71,7 @@ class Values:
         self.tensors = TensorFacts(ctx.facts)
         self._memo: dict[tuple[int, int], Value] = {}
         self._names: set[str] | None = None
+        self._loaders: Loaders | None = None
 
     @property
     def project(self) -> Project | None:
@@ -78,6 +80,21 @@ class Values:
         return ctx.project if ctx is not None else None
 
     # -- the API -----------------------------------------------------------------
+    @property
+    def loaders(self) -> Loaders:
+        """The DataLoader / iterator evidence of this module (:mod:`torchtrap.values.loaders`)."""
+        if self._loaders is None:
+            self._loaders = Loaders(self.facts, self.tensors)
+        return self._loaders
+
+    def dataloader(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
+        """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader; None: unknown."""
+        return self.loaders.dataloader(expr, at if at is not None else expr)
+
+    def iterator(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
+        """Evidence that ``expr`` is an iterator over a DataLoader (``iter(loader)``)."""
+        return self.loaders.iterator(expr, at if at is not None else expr)
+
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
         which must be a node of this module's tree)."""
