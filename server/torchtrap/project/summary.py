@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
+from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
 # 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
-# call sites keep their untracked arguments as "unknown" where results are kept
+# call sites keep their untracked arguments as "unknown" where results are kept;
+# ModuleSummary.constants (module-level CUDA devices)
 SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -202,6 +205,9 @@ class ModuleSummary:
     pins_fork: bool = False  # calls set_start_method("fork")
     # module-level `name = Callee(...)`: name -> the callee's reference
     instances: dict[str, str] = field(default_factory=dict)
+    # module-level names assigned once a value other files may ask about:
+    # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
+    constants: dict[str, str] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -278,7 +284,22 @@ class _Summarizer:
                         stack.append(target.value)
         s.assigned = tuple(dict.fromkeys(assigned))
         s.star_imports = tuple(stars)
+        if "cuda" in self.text:
+            self._constants(imports, Counter(assigned))
         return imports
+
+    def _constants(self, imports: ImportTable, assigned: Counter[str]) -> None:
+        for stmt in self.top:
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Name) or assigned[target.id] != 1:
+                continue
+            cuda = literal_cuda(stmt.value, imports)
+            if cuda is Cuda.YES:
+                self.s.constants[target.id] = "cuda"
+            elif cuda is Cuda.MAYBE:
+                self.s.constants[target.id] = "maybe-cuda"
 
     def ref(self, node: ast.AST) -> str | None:
         """The absolute reference of a name or dotted attribute."""

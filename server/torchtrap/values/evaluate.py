@@ -19,6 +19,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
+from torchtrap.facts.devices import Cuda
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
@@ -26,6 +27,7 @@ from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values.devices import device_cuda
 from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
     UNKNOWN,
@@ -94,6 +96,10 @@ class Values:
     def iterator(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
         """Evidence that ``expr`` is an iterator over a DataLoader (``iter(loader)``)."""
         return self.loaders.iterator(expr, at if at is not None else expr)
+
+    def device(self, expr: ast.expr, at: ast.AST | None = None) -> Cuda:
+        """How certainly a device expression is CUDA (:mod:`torchtrap.values.devices`)."""
+        return device_cuda(self, expr, at if at is not None else expr)
 
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
