@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # name refers to its own definitions by its key (module_key), not bare
 # 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
 # call sites keep their untracked arguments as "unknown" where results are kept;
-# ModuleSummary.constants (module-level CUDA devices)
+# ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -155,6 +155,8 @@ class FunctionFact:
     params: tuple[str, ...]
     returns: str | None = None
     rebuilds: tuple[str, ...] = ()
+    # every return a tuple of the same length: each element's kind ("" unknown)
+    elements: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -367,13 +369,13 @@ class _Summarizer:
                     and self._mentions(stmt, ("get_worker_info",))
                     else ()
                 )
-                returns = (
+                returns, elements = (
                     _returns(stmt, imports)
                     if return_words and self._mentions(stmt, return_words)
-                    else None
+                    else (None, ())
                 )
                 self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds
+                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements
                 )
 
     def _layers(
@@ -636,16 +638,12 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         stack.extend(reversed(inner))
 
 
-def _return_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
-    """What each ``return`` gives, through a local name assigned once in
-    the function (``out = self.net(x); return out``); a name assigned more
-    than once, or bound otherwise (a loop, ``with``), stays the name."""
+def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr | None]]:
+    """The values each local name is bound to in the function (None: bound
+    otherwise, by a loop, ``with``, unpacking or an augmented assignment)."""
     assigned: dict[str, list[ast.expr | None]] = {}
-    returns: list[ast.expr | None] = []
     for stmt in _statements(fn.body):
-        if isinstance(stmt, ast.Return):
-            returns.append(stmt.value)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name):
@@ -665,21 +663,44 @@ def _return_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr 
                 for node in ast.walk(target):
                     if isinstance(node, ast.Name):
                         assigned.setdefault(node.id, []).append(None)
-    out: list[ast.expr | None] = []
-    for value in returns:
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            value = assigned[value.id][0]
-        out.append(value)
-    return out
+    return assigned
 
 
-def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
-    values = _return_values(fn)
+def _follow(value: ast.expr | None, assigned: dict[str, list[ast.expr | None]]) -> ast.expr | None:
+    """A local name assigned once stands for its value (one step)."""
+    if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+        return assigned[value.id][0]
+    return value
+
+
+def _return_values(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    assigned: dict[str, list[ast.expr | None]] | None = None,
+) -> list[ast.expr | None]:
+    """What each ``return`` gives, through a local name assigned once in
+    the function (``out = self.net(x); return out``); a name assigned more
+    than once, or bound otherwise (a loop, ``with``), stays the name."""
+    if assigned is None:
+        assigned = _assigned_names(fn)
+    return [
+        _follow(stmt.value, assigned)
+        for stmt in _statements(fn.body)
+        if isinstance(stmt, ast.Return)
+    ]
+
+
+def _returns(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable
+) -> tuple[str | None, tuple[str, ...]]:
+    """(what every return gives, or element-wise when every return is a
+    tuple of the same length: "sigmoid"/"softmax" or "" per element)."""
+    assigned = _assigned_names(fn)
+    values = _return_values(fn, assigned)
     if not values or any(v is None for v in values):
-        return None
+        return None, ()
     kinds = {_probability_kind(v, imports) for v in values if v is not None}
     if len(kinds) == 1 and None not in kinds:
-        return kinds.pop()
+        return kinds.pop(), ()
     if all(
         isinstance(v, ast.Call)
         and (
@@ -688,8 +709,18 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -
         )
         for v in values
     ):
-        return "clamped"
-    return None
+        return "clamped", ()
+    tuples = [v for v in values if isinstance(v, ast.Tuple)]
+    if len(tuples) == len(values) and len({len(t.elts) for t in tuples}) == 1:
+        columns = zip(*(t.elts for t in tuples), strict=True)
+        elements = []
+        for column in columns:
+            found = {_probability_kind(_follow(e, assigned) or e, imports) for e in column}
+            kind = found.pop() if len(found) == 1 else None
+            elements.append(kind or "")
+        if any(elements):
+            return None, tuple(elements)
+    return None, ()
 
 
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})

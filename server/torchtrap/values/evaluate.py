@@ -193,6 +193,8 @@ class Values:
                 ):
                     return _keep(joined)
             return tensor()
+        if qualname == "torch.sum" and first is not None:
+            return _summed(self._eval(first, at, depth + 1), call, 1)
         if qualname in ops.GUARD_FUNCTIONS and first is not None:
             return _guard(self._eval(first, at, depth + 1))
         if qualname in ops.DISTRIBUTIONS:
@@ -237,12 +239,7 @@ class Values:
         if attr in ops.GUARD_METHODS:
             return _guard(self._eval(func.value, at, depth + 1))
         if attr == "sum":
-            receiver = self._eval(func.value, at, depth + 1)
-            prob = receiver.probability
-            if prob is not None and prob.scaled and (call.args or _keyword(call, "dim")):
-                # (p * onehot).sum(1): a selection of p
-                return replace(receiver, probability=prob.derived(scaled=False))
-            return tensor() if receiver.kind is Kind.TENSOR else UNKNOWN
+            return _summed(self._eval(func.value, at, depth + 1), call, 0)
         return None
 
     def _distribution(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
@@ -390,7 +387,16 @@ class Values:
             return Value(Kind.MODULE, output=output)
         kind = project.probability_of(ref)
         if kind is None:
-            return UNKNOWN
+            elements = project.returned_elements(ref)
+            if not elements:
+                return UNKNOWN
+            return Value(
+                Kind.TUPLE,
+                elements=tuple(
+                    tensor(self._remote_probability(project, ref, e, call)) if e else UNKNOWN
+                    for e in elements
+                ),
+            )
         return tensor(self._remote_probability(project, ref, kind, call))
 
     def _remote_probability(
@@ -466,6 +472,17 @@ def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:
         side = "body" if any(s is stmt for s in owner.body) else "orelse"
         sides.setdefault(id(owner), set()).add(side)
     return any(len(found) == 2 for found in sides.values())
+
+
+def _summed(value: Value, call: ast.Call, dim_at: int) -> Value:
+    """``(p * onehot).sum(1)`` / ``torch.sum(p * onehot, dim=1)``: a sum over a
+    dimension of a scaled probability selects one (a one-hot mask); the
+    sum of a probability itself is 1, not a probability that underflows."""
+    prob = value.probability
+    has_dim = len(call.args) > dim_at or _keyword(call, "dim") is not None
+    if prob is not None and prob.scaled and has_dim:
+        return replace(value, probability=prob.derived(scaled=False))
+    return tensor() if value.kind is Kind.TENSOR else UNKNOWN
 
 
 def _keep(value: Value) -> Value:
