@@ -15,13 +15,14 @@ import is UNKNOWN.
 from __future__ import annotations
 
 import ast
+import functools
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import ancestors, enclosing_scope, parent
+from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
 from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
@@ -71,6 +72,9 @@ class Values:
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
         self.tensors = TensorFacts(ctx.facts)
+        # A parameter whose project call sites all pass a DataLoader holds
+        # one (kind_of's batches). Through a weak reference: no cycle.
+        self.tensors.loader_parameter = functools.partial(_loader_parameter, weakref.ref(self))
         self._memo: dict[tuple[int, int], Value] = {}
         self._names: set[str] | None = None
         self._loaders: Loaders | None = None
@@ -441,6 +445,33 @@ class Values:
         if not value.definite and value.probability is not None:
             return value.maybe(f"if `{name}` is the {value.probability.kind} some callers pass")
         return value
+
+
+def _loader_parameter(
+    values_ref: weakref.ref[Values], tensors: TensorFacts, name: ast.Name, at: ast.AST
+) -> bool:
+    """Whether ``name`` is a parameter of a module-level function whose
+    call sites in the project pass it a DataLoader with the default
+    collate, and every tracked argument there does."""
+    values = values_ref()
+    if values is None:
+        return False
+    fn = enclosing_function(at)
+    if fn is None or parent(fn) is not values.tree:
+        return False
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    reach = tensors.reaching(name.id, at)
+    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
+        return False  # rebound in the function
+    project = values.project
+    ref = project.ref(values.path, fn.name) if project is not None else None
+    if project is None or ref is None:
+        return False
+    index = positional.index(name.id) if name.id in positional else None
+    args = project.call_site_args(ref, index, keyword=name.id)
+    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
 
 _MODULES = ("torch.nn.Module", "torch.nn.modules.module.Module")
