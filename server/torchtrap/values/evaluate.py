@@ -39,6 +39,7 @@ from torchtrap.values.model import (
     join,
     tensor,
 )
+from torchtrap.values.models import ModelFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -78,6 +79,7 @@ class Values:
         self._memo: dict[tuple[int, int], Value] = {}
         self._names: set[str] | None = None
         self._loaders: Loaders | None = None
+        self._models: ModelFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -92,6 +94,14 @@ class Values:
         if self._loaders is None:
             self._loaders = Loaders(self.facts, self.tensors)
         return self._loaders
+
+    @property
+    def models(self) -> ModelFacts:
+        """Which constructor built a model value, who calls a function
+        (:mod:`torchtrap.values.models`)."""
+        if self._models is None:
+            self._models = ModelFacts(self.tensors)
+        return self._models
 
     def dataloader(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
         """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader; None: unknown."""
