@@ -67,3 +67,48 @@ def test_an_empty_container_never_filled_is_unknown() -> None:
             probe(loaders["train"])
         """
     assert _answers(code) == [False]
+
+
+def test_a_method_that_returns_one_and_an_attribute_set_from_it() -> None:
+    code = """
+        from torch.utils.data import DataLoader
+
+        class Trainer:
+            def __init__(self):
+                self.train_loader = None
+                self.other = None
+
+            def make(self, ds):
+                return DataLoader(ds, batch_size=16)
+
+            def setup(self, ds):
+                self.train_loader = self.make(ds)
+
+            def run(self):
+                probe(self.train_loader)
+                probe(self.other)
+
+        trainer = Trainer()
+        trainer = trainer.to("cpu")
+        probe(trainer.train_loader)
+        """
+    assert _answers(code) == [True, False, True]
+
+
+def test_a_name_rebound_later_is_what_reaches_the_use() -> None:
+    code = """
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds)
+        probe(iter(loader))
+        loader = wrap(loader)
+        probe(loader)
+        for step in range(3):
+            probe(it)
+            it = iter(loader)
+        it = iter(DataLoader(ds))
+        for step in range(3):
+            probe(it)
+            it = make()
+        """
+    assert _answers(code) == [True, False, False, False]

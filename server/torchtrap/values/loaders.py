@@ -24,8 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DATALOADER, DataLoaderCall
-from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, parent, walk_scope
-from torchtrap.facts.tensors import TensorFacts, outer_scope, shadowed
+from torchtrap.facts.index import SCOPE_TYPES, ancestors, enclosing_scope, parent, walk_scope
+from torchtrap.facts.tensors import (
+    MODULE_SELF_METHODS,
+    Binding,
+    TensorFacts,
+    outer_scope,
+    shadowed,
+)
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -78,8 +84,9 @@ class Loaders:
 
     def _returned(self, call: ast.Call, depth: int) -> LoaderEvidence | None:
         """``make_loader()`` where every ``return`` of that module-level
-        function gives a DataLoader."""
-        function = self._local_function(call.func)
+        function (or ``self.make_loader()``, of that method of the class)
+        gives a DataLoader."""
+        function = self._local_function(call.func) or _own_method(call)
         if function is None:
             return None
         returns = [
@@ -207,16 +214,51 @@ class Loaders:
         any binding is unknown (a loop target, an import, a ``global``)."""
         if isinstance(expr, ast.Name):
             return self._name_values(expr.id, at, depth)
-        if (
-            isinstance(expr, ast.Attribute)
-            and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self"
-        ):
-            values = self.tensors.self_attribute_values(at).get(expr.attr)
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            inside: ast.AST | None = at if expr.value.id == "self" else None
+            if inside is None:
+                inside = self._instance_class(expr.value, at, depth)
+            if inside is None:
+                return None
+            values = self.tensors.self_attribute_values(inside).get(expr.attr)
             if not values or not all(isinstance(v, ast.expr) for v in values):
                 return None
-            return [(v, v) for v in values if isinstance(v, ast.expr)]
+            # `self.loader = None` in __init__, set for real elsewhere: a placeholder.
+            real = [v for v in values if not _is_none(v)]
+            return [(v, v) for v in real if isinstance(v, ast.expr)] or None
         return None
+
+    def _instance_class(self, name: ast.Name, at: ast.AST, depth: int) -> ast.AST | None:
+        """A node inside the class ``name`` is an instance of when every
+        binding of it is ``LocalClass(...)`` (``model = Net(); model.loader``)."""
+        bound = self._name_values(name.id, at, depth + 1)
+        if not isinstance(bound, list) or not bound:
+            return None
+        if depth > _MAX_DEPTH:
+            return None
+        found: set[int] = set()
+        body: ast.AST | None = None
+        for value, where in bound:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in MODULE_SELF_METHODS
+                and isinstance(value.func.value, ast.Name)
+            ):
+                # model = model.to(device): the module itself
+                inner = self._instance_class(value.func.value, where, depth + 1)
+                if inner is None:
+                    return None
+                cls = next(a for a in ancestors(inner) if isinstance(a, ast.ClassDef))
+                found.add(id(cls))
+                body = inner
+                continue
+            info = self.facts.classes.class_of_call(value) if isinstance(value, ast.Call) else None
+            if info is None or not info.node.body:
+                return None
+            found.add(id(info.node))
+            body = info.node.body[0]
+        return body if len(found) == 1 else None
 
     def _name_values(
         self, name: str, at: ast.AST, depth: int
@@ -230,6 +272,12 @@ class Loaders:
             if outer is None:
                 return None
             scope = outer
+        if scope is enclosing_scope(at):
+            # Flow-sensitive where it is safe: the bindings that reach the use,
+            # unless a later one may reach it again around a loop.
+            reach = self.tensors.reaching(name, at)
+            if reach is not None and reach.complete and not _rebound_in_loop(bindings, at, scope):
+                bindings = reach.bindings
         out: list[tuple[ast.expr, ast.AST]] = []
         evidence: LoaderEvidence | None = None
         for binding in bindings:
@@ -393,3 +441,48 @@ def _filled_items(
     if wanted is not None and all(k is not ... for k, _, _ in found):
         found = [f for f in found if f[0] == wanted]
     return [(value, stmt) for _, value, stmt in found]
+
+
+def _is_none(node: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _own_method(call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``self.name(...)`` calls, in the class the call is in
+    (undecorated, defined once)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        return None
+    cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    if cls is None:
+        return None
+    found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == func.attr]
+    if len(found) != 1 or found[0].decorator_list:
+        return None
+    return found[0]
+
+
+def _rebound_in_loop(bindings: list[Binding], at: ast.AST, scope: ast.AST) -> bool:
+    """A binding after ``at`` inside a loop that also holds ``at``: it may
+    reach ``at`` on the next iteration."""
+    loops = [
+        a
+        for a in ancestors(at)
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+        and any(s is scope for s in ancestors(a))
+    ]
+    if not loops:
+        return False
+    use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+    for binding in bindings:
+        if binding.pos <= use:
+            continue
+        if any(any(x is loop for x in ancestors(binding.stmt)) for loop in loops):
+            return True
+        if any(binding.stmt is loop for loop in loops):
+            return True  # the loop's own target
+    return False
