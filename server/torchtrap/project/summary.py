@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
+from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
@@ -33,7 +35,10 @@ if TYPE_CHECKING:
 
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
-SUMMARY_VERSION = 2
+# 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
+# call sites keep their untracked arguments as "unknown" where results are kept;
+# ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
+SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -64,6 +69,9 @@ _SEEDS_WORKERS = ("seed_everything",)
 # Call sites whose arguments are call results are kept for modules that
 # mention these (a cost gate: walking every call of every module is not free).
 _RESULT_WORDS = ("igmoid", "oftmax", "loss")
+# The kind of an argument a summary does not track (kept where ``results``:
+# a parameter's callers may disagree).
+UNTRACKED = "unknown"
 # References that are never project code.
 _FOREIGN = ("torch.", "numpy.", "math.", "builtins.", "os.", "sys.", "typing.")
 
@@ -147,6 +155,8 @@ class FunctionFact:
     params: tuple[str, ...]
     returns: str | None = None
     rebuilds: tuple[str, ...] = ()
+    # every return a tuple of the same length: each element's kind ("" unknown)
+    elements: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,7 +166,8 @@ class ArgFact:
     one), "dataloader:collate" (one with a collate_fn or **kwargs),
     "sigmoid"/"softmax" (visibly one), "call:<ref>" (the result of calling
     a project-looking name: ``loss(model(x), y)``; kept only in modules
-    that mention sigmoid, softmax or loss)."""
+    that mention sigmoid, softmax or loss), "unknown" (any other argument,
+    in those modules: the call site's other callers' view; ``text`` empty)."""
 
     index: int | None
     keyword: str | None
@@ -196,6 +207,9 @@ class ModuleSummary:
     pins_fork: bool = False  # calls set_start_method("fork")
     # module-level `name = Callee(...)`: name -> the callee's reference
     instances: dict[str, str] = field(default_factory=dict)
+    # module-level names assigned once a value other files may ask about:
+    # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
+    constants: dict[str, str] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -272,7 +286,22 @@ class _Summarizer:
                         stack.append(target.value)
         s.assigned = tuple(dict.fromkeys(assigned))
         s.star_imports = tuple(stars)
+        if "cuda" in self.text:
+            self._constants(imports, Counter(assigned))
         return imports
+
+    def _constants(self, imports: ImportTable, assigned: Counter[str]) -> None:
+        for stmt in self.top:
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Name) or assigned[target.id] != 1:
+                continue
+            cuda = literal_cuda(stmt.value, imports)
+            if cuda is Cuda.YES:
+                self.s.constants[target.id] = "cuda"
+            elif cuda is Cuda.MAYBE:
+                self.s.constants[target.id] = "maybe-cuda"
 
     def ref(self, node: ast.AST) -> str | None:
         """The absolute reference of a name or dotted attribute."""
@@ -340,13 +369,13 @@ class _Summarizer:
                     and self._mentions(stmt, ("get_worker_info",))
                     else ()
                 )
-                returns = (
+                returns, elements = (
                     _returns(stmt, imports)
                     if return_words and self._mentions(stmt, return_words)
-                    else None
+                    else (None, ())
                 )
                 self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds
+                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements
                 )
 
     def _layers(
@@ -390,9 +419,7 @@ class _Summarizer:
         output = None
         forward = methods.get("forward")
         if forward is not None:
-            returns = [
-                r.value for r in _statements(forward.body) if isinstance(r, ast.Return) and r.value
-            ]
+            returns = [r for r in _return_values(forward) if r is not None]
             kinds = {_probability_kind(r, imports, by_attr, last_of_sequential) for r in returns}
             if len(kinds) == 1:
                 output = kinds.pop()
@@ -470,21 +497,37 @@ class _Summarizer:
             if id(call) in loaders:
                 continue
             args: list[ArgFact] = []
+            untracked: list[ArgFact] = []
             for i, arg in enumerate(call.args):
                 kind = self._arg_kind(arg, names, loaders, imports, results)
                 if kind:
                     args.append(ArgFact(i, None, kind, ast.unparse(arg), self.span(arg)))
+                elif results and not isinstance(arg, ast.Starred):
+                    untracked.append(ArgFact(i, None, UNTRACKED, "", _def_span(arg)))
             for kw in call.keywords:
                 kind = (
                     self._arg_kind(kw.value, names, loaders, imports, results) if kw.arg else None
                 )
                 if kind:
                     args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
-            if not args:
+                elif results and kw.arg:
+                    untracked.append(ArgFact(None, kw.arg, UNTRACKED, "", _def_span(kw.value)))
+            if not args and not untracked:
                 continue
             callee = self.ref(call.func)
-            if callee is not None:
-                sites.append(CallSite(callee, self.span(call), tuple(args)))
+            if callee is None or (not args and callee.startswith(_FOREIGN)):
+                continue
+            # With ``results``, the other arguments too: a parameter's callers
+            # may disagree (one passes a sigmoid, another an unknown value).
+            sites.append(
+                CallSite(
+                    callee,
+                    self.span(call),
+                    tuple(
+                        sorted([*args, *untracked], key=lambda a: (a.index is None, a.index or 0))
+                    ),
+                )
+            )
         self.s.call_sites = tuple(sites)
 
     def _arg_kind(
@@ -564,7 +607,7 @@ def _probability_kind(
     return None
 
 
-def _def_span(node: ast.stmt) -> Span:
+def _def_span(node: ast.stmt | ast.expr) -> Span:
     """A class's or function's span without the code-point conversion:
     only its lines are ever shown, and a ``def`` starts at its indentation."""
     return Span(
@@ -595,13 +638,69 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         stack.extend(reversed(inner))
 
 
-def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
-    values = [n.value for n in _statements(fn.body) if isinstance(n, ast.Return)]
+def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr | None]]:
+    """The values each local name is bound to in the function (None: bound
+    otherwise, by a loop, ``with``, unpacking or an augmented assignment)."""
+    assigned: dict[str, list[ast.expr | None]] = {}
+    for stmt in _statements(fn.body):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    value = None if isinstance(stmt, ast.AugAssign) else stmt.value
+                    assigned.setdefault(target.id, []).append(value)
+                else:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            assigned.setdefault(node.id, []).append(None)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            bound = (
+                [stmt.target]
+                if isinstance(stmt, (ast.For, ast.AsyncFor))
+                else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+            )
+            for target in bound:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        assigned.setdefault(node.id, []).append(None)
+    return assigned
+
+
+def _follow(value: ast.expr | None, assigned: dict[str, list[ast.expr | None]]) -> ast.expr | None:
+    """A local name assigned once stands for its value (one step)."""
+    if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+        return assigned[value.id][0]
+    return value
+
+
+def _return_values(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    assigned: dict[str, list[ast.expr | None]] | None = None,
+) -> list[ast.expr | None]:
+    """What each ``return`` gives, through a local name assigned once in
+    the function (``out = self.net(x); return out``); a name assigned more
+    than once, or bound otherwise (a loop, ``with``), stays the name."""
+    if assigned is None:
+        assigned = _assigned_names(fn)
+    return [
+        _follow(stmt.value, assigned)
+        for stmt in _statements(fn.body)
+        if isinstance(stmt, ast.Return)
+    ]
+
+
+def _returns(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable
+) -> tuple[str | None, tuple[str, ...]]:
+    """(what every return gives, or element-wise when every return is a
+    tuple of the same length: "sigmoid"/"softmax" or "" per element)."""
+    assigned = _assigned_names(fn)
+    values = _return_values(fn, assigned)
     if not values or any(v is None for v in values):
-        return None
+        return None, ()
     kinds = {_probability_kind(v, imports) for v in values if v is not None}
     if len(kinds) == 1 and None not in kinds:
-        return kinds.pop()
+        return kinds.pop(), ()
     if all(
         isinstance(v, ast.Call)
         and (
@@ -610,8 +709,18 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -
         )
         for v in values
     ):
-        return "clamped"
-    return None
+        return "clamped", ()
+    tuples = [v for v in values if isinstance(v, ast.Tuple)]
+    if len(tuples) == len(values) and len({len(t.elts) for t in tuples}) == 1:
+        columns = zip(*(t.elts for t in tuples), strict=True)
+        elements = []
+        for column in columns:
+            found = {_probability_kind(_follow(e, assigned) or e, imports) for e in column}
+            kind = found.pop() if len(found) == 1 else None
+            elements.append(kind or "")
+        if any(elements):
+            return None, tuple(elements)
+    return None, ()
 
 
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})

@@ -1,4 +1,7 @@
-"""Is this expression a DataLoader, or an iterator over one? (TT208, TT211)
+"""Is this expression a DataLoader, or an iterator over one? (TT208, TT210, TT211)
+
+The DataLoader and iterator part of the value layer: rules ask
+``ctx.values.dataloader(expr, at)`` / ``ctx.values.iterator(expr, at)``.
 
 Evidence only, from one module: a ``DataLoader(...)`` call, a name or
 ``self.attr`` whose every binding is one (``self.loader = DataLoader(...)``),
@@ -22,7 +25,13 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DATALOADER, DataLoaderCall
 from torchtrap.facts.index import SCOPE_TYPES, ancestors, enclosing_scope, parent, walk_scope
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.facts.tensors import (
+    MODULE_SELF_METHODS,
+    Binding,
+    TensorFacts,
+    outer_scope,
+    shadowed,
+)
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -75,8 +84,9 @@ class Loaders:
 
     def _returned(self, call: ast.Call, depth: int) -> LoaderEvidence | None:
         """``make_loader()`` where every ``return`` of that module-level
-        function gives a DataLoader."""
-        function = self._local_function(call.func)
+        function (or ``self.make_loader()``, of that method of the class)
+        gives a DataLoader."""
+        function = self._local_function(call.func) or _own_method(call)
         if function is None:
             return None
         returns = [
@@ -90,9 +100,14 @@ class Loaders:
             [(value, value) for value in returns], depth, self._dataloader_value, self.dataloader
         )
 
-    def _item(self, container: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+    def _item(
+        self, container: ast.expr, at: ast.AST, depth: int, key: ast.expr | None = None
+    ) -> LoaderEvidence | None:
         """``loaders[phase]`` where every value of the dict or list (a
-        literal or comprehension, or a name bound to one) is a DataLoader."""
+        literal or comprehension, or a name bound to one) is a DataLoader;
+        a name bound to an empty ``{}``/``[]`` counts the values its items
+        are assigned (``d["train"] = DataLoader(...)``, ``ls.append(...)``),
+        only those under the same constant key when the use names one."""
         bound = self.bound_values(container, at, depth)
         if isinstance(container, (ast.Dict, ast.DictComp, ast.List, ast.Tuple)):
             bound = [(container, at)]
@@ -106,6 +121,11 @@ class Loaders:
                 items.append((value.value, value.value))
             elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
                 items += [(v, where) for v in value.elts]
+            elif _empty_container(value) and isinstance(container, ast.Name):
+                filled = _filled_items(container.id, where, key)
+                if not filled:
+                    return None
+                items += filled
             else:
                 return None
         return self._all(items, depth, self._dataloader_value, self.dataloader)
@@ -157,7 +177,7 @@ class Loaders:
         if isinstance(expr, ast.NamedExpr):
             return recurse(expr.value, at, depth + 1)
         if isinstance(expr, ast.Subscript) and recurse == self.dataloader:
-            return self._item(expr.value, at, depth)
+            return self._item(expr.value, at, depth, expr.slice)
         values = self.bound_values(expr, at, depth)
         if values is None:
             return None
@@ -194,16 +214,51 @@ class Loaders:
         any binding is unknown (a loop target, an import, a ``global``)."""
         if isinstance(expr, ast.Name):
             return self._name_values(expr.id, at, depth)
-        if (
-            isinstance(expr, ast.Attribute)
-            and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self"
-        ):
-            values = self.tensors.self_attribute_values(at).get(expr.attr)
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            inside: ast.AST | None = at if expr.value.id == "self" else None
+            if inside is None:
+                inside = self._instance_class(expr.value, at, depth)
+            if inside is None:
+                return None
+            values = self.tensors.self_attribute_values(inside).get(expr.attr)
             if not values or not all(isinstance(v, ast.expr) for v in values):
                 return None
-            return [(v, v) for v in values if isinstance(v, ast.expr)]
+            # `self.loader = None` in __init__, set for real elsewhere: a placeholder.
+            real = [v for v in values if not _is_none(v)]
+            return [(v, v) for v in real if isinstance(v, ast.expr)] or None
         return None
+
+    def _instance_class(self, name: ast.Name, at: ast.AST, depth: int) -> ast.AST | None:
+        """A node inside the class ``name`` is an instance of when every
+        binding of it is ``LocalClass(...)`` (``model = Net(); model.loader``)."""
+        bound = self._name_values(name.id, at, depth + 1)
+        if not isinstance(bound, list) or not bound:
+            return None
+        if depth > _MAX_DEPTH:
+            return None
+        found: set[int] = set()
+        body: ast.AST | None = None
+        for value, where in bound:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in MODULE_SELF_METHODS
+                and isinstance(value.func.value, ast.Name)
+            ):
+                # model = model.to(device): the module itself
+                inner = self._instance_class(value.func.value, where, depth + 1)
+                if inner is None:
+                    return None
+                cls = next(a for a in ancestors(inner) if isinstance(a, ast.ClassDef))
+                found.add(id(cls))
+                body = inner
+                continue
+            info = self.facts.classes.class_of_call(value) if isinstance(value, ast.Call) else None
+            if info is None or not info.node.body:
+                return None
+            found.add(id(info.node))
+            body = info.node.body[0]
+        return body if len(found) == 1 else None
 
     def _name_values(
         self, name: str, at: ast.AST, depth: int
@@ -213,10 +268,16 @@ class Loaders:
             bindings = self.tensors.table(scope).bindings.get(name)
             if bindings:
                 break
-            outer = _outer_scope(scope)
+            outer = outer_scope(scope)
             if outer is None:
                 return None
             scope = outer
+        if scope is enclosing_scope(at):
+            # Flow-sensitive where it is safe: the bindings that reach the use,
+            # unless a later one may reach it again around a loop.
+            reach = self.tensors.reaching(name, at)
+            if reach is not None and reach.complete and not _rebound_in_loop(bindings, at, scope):
+                bindings = reach.bindings
         out: list[tuple[ast.expr, ast.AST]] = []
         evidence: LoaderEvidence | None = None
         for binding in bindings:
@@ -330,25 +391,98 @@ class Loaders:
         return shadowed(self.tensors, name, at)
 
 
-def shadowed(tensors: TensorFacts, name: str, at: ast.AST) -> bool:
-    """Is the builtin ``name`` rebound in a scope that ``at`` sees (a
-    parameter called ``str``, ``from numpy import float``)?"""
-    scope: ast.AST | None = enclosing_scope(at)
-    while scope is not None:
-        if tensors.table(scope).bindings.get(name):
-            return True
-        scope = _outer_scope(scope)
-    return False
-
-
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     args = function.args
     return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
-def _outer_scope(scope: ast.AST) -> ast.AST | None:
-    """The next scope whose names ``scope`` sees (class bodies are skipped)."""
-    for anc in ancestors(scope):
-        if isinstance(anc, SCOPE_TYPES) and not isinstance(anc, ast.ClassDef):
-            return anc
-    return None
+def _empty_container(value: ast.expr) -> bool:
+    """``{}``, ``[]``, ``dict()``, ``list()``."""
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.List):
+        return not value.elts
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "list")
+        and not value.args
+        and not value.keywords
+    )
+
+
+def _filled_items(
+    name: str, where: ast.AST, key: ast.expr | None
+) -> list[tuple[ast.expr, ast.AST]]:
+    """The values put into the container ``name`` in the scope of its
+    binding ``where``: ``name[k] = v`` (under ``key`` when it and every
+    ``k`` are constants) and ``name.append(v)``."""
+    wanted = key.value if isinstance(key, ast.Constant) else None
+    found: list[tuple[object, ast.expr, ast.AST]] = []
+    for node in walk_scope(enclosing_scope(where)):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == name
+                ):
+                    k = target.slice.value if isinstance(target.slice, ast.Constant) else ...
+                    found.append((k, node.value, node))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and len(node.args) == 1
+        ):
+            found.append((..., node.args[0], node))
+    if wanted is not None and all(k is not ... for k, _, _ in found):
+        found = [f for f in found if f[0] == wanted]
+    return [(value, stmt) for _, value, stmt in found]
+
+
+def _is_none(node: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _own_method(call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``self.name(...)`` calls, in the class the call is in
+    (undecorated, defined once)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        return None
+    cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    if cls is None:
+        return None
+    found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == func.attr]
+    if len(found) != 1 or found[0].decorator_list:
+        return None
+    return found[0]
+
+
+def _rebound_in_loop(bindings: list[Binding], at: ast.AST, scope: ast.AST) -> bool:
+    """A binding after ``at`` inside a loop that also holds ``at``: it may
+    reach ``at`` on the next iteration."""
+    loops = [
+        a
+        for a in ancestors(at)
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+        and any(s is scope for s in ancestors(a))
+    ]
+    if not loops:
+        return False
+    use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+    for binding in bindings:
+        if binding.pos <= use:
+            continue
+        if any(any(x is loop for x in ancestors(binding.stmt)) for loop in loops):
+            return True
+        if any(binding.stmt is loop for loop in loops):
+            return True  # the loop's own target
+    return False
