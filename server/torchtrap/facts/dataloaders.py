@@ -186,9 +186,10 @@ def _ancestors(node: ast.AST) -> list[ast.AST]:
 def find_dataloaders(
     index: NodeIndex, imports: ImportTable, classes: ClassTable
 ) -> list[DataLoaderCall]:
+    # Without any torch import, `torch.utils.data.DataLoader` spelled out is
+    # still torch (ImportTable.qualname): the loop below only looks at calls
+    # of something named DataLoader, so no shortcut is needed.
     names = set(imports.local_names_for(DATALOADER))
-    if not names and not imports.imports_module("torch"):
-        return []
     found: list[DataLoaderCall] = []
     for call in index.of(ast.Call):
         func = call.func

@@ -57,7 +57,12 @@ class ImportTable:
             return None
         base = self.names.get(node.id)
         if base is None:
-            return None
+            # A pasted fragment spells `torch.utils.data.DataLoader` out without
+            # `import torch`: a dotted path that long names nothing else.
+            if node.id == "torch" and parts[-2:] == ["data", "utils"]:
+                base = "torch"
+            else:
+                return None
         parts.append(base)
         return canonical(".".join(reversed(parts)))
 

@@ -117,6 +117,14 @@ def _iterated(node: ast.AST) -> list[ast.expr]:
         out = [node.value]
     elif (
         isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "__iter__"
+        and not node.args
+        and not node.keywords
+    ):
+        out = [node.func.value]  # `it = loader.__iter__()` starts the workers too
+    elif (
+        isinstance(node, ast.Call)
         and node.args
         and isinstance(node.func, (ast.Name, ast.Attribute))
         and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ITERATING_CALLS
@@ -168,14 +176,17 @@ def starts_workers(
     """Where running ``node`` starts DataLoader workers: ``(site, loader)``,
     the site being in ``node``'s own scope (the iterated expression, or the
     call of a module-level function that iterates it, three calls deep)."""
-    for found in iterated_loaders(node, facts):
-        return found
+    # The first start in source order: the finding's site is where the user looks.
+    found = min(iterated_loaders(node, facts), key=lambda f: _position(f[0]), default=None)
     if depth >= 3:
-        return None
+        return found
     seen = seen if seen is not None else set()
-    for sub in _walk_same_scope(node):
-        if not isinstance(sub, ast.Call):
-            continue
+    calls = sorted(
+        (sub for sub in _walk_same_scope(node) if isinstance(sub, ast.Call)), key=_position
+    )
+    for sub in calls:
+        if found is not None and _position(found[0]) <= _position(sub):
+            return found
         fn = local_function(sub, facts.tree)
         if fn is None or id(fn) in seen:
             continue
@@ -187,7 +198,11 @@ def starts_workers(
             inner = starts_workers(stmt, facts, depth + 1, seen)
             if inner is not None:
                 return sub, inner[1]
-    return None
+    return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 def start_method(loader: DataLoaderCall) -> str | None:
