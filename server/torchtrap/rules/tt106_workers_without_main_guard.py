@@ -435,6 +435,27 @@ WorkersWithoutMainGuard.invalid = (
         line=5,
         note="`loader.__iter__()` starts the workers: the first start in source order",
     ),
+    *(
+        Invalid(
+            """\
+            import torch
+            from torch.utils.data import DataLoader
+            from torch_geometric.loader import DataLoader as GraphLoader
+
+
+            class ShuffledLoader(DataLoader):
+                def __len__(self):
+                    return 4
+
+
+            for batch in SPELLING(torch.arange(8), num_workers=2):
+                print(batch)
+            """.replace("SPELLING", spelling),
+            line=11,
+            note=f"spellings: {spelling}(...) builds a torch DataLoader",
+        )
+        for spelling in ("ShuffledLoader", "DataLoader[int]", "GraphLoader")
+    ),
     Invalid(
         """\
         data_loader = torch.utils.data.DataLoader(data_set, batch_size=8, num_workers=8)
