@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -619,7 +619,8 @@ _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate
 
 def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """The attributes a possible worker_init_fn re-creates or re-seeds on
-    ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``)."""
+    ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``), and as
+    ``"name()"`` the methods it calls on ``<x>.dataset``."""
     rebuilt: list[str] = []
     for node in walk(fn):
         if isinstance(node, ast.Attribute) and _on_dataset(node.value):
@@ -634,6 +635,10 @@ def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[st
                 and _on_dataset(func.value.value)
             ):
                 rebuilt.append(func.value.attr)
+            elif isinstance(func, ast.Attribute) and _on_dataset(func.value):
+                # `info.dataset.init_worker()`: the dataset's own method runs in
+                # the worker; recorded as "init_worker()" for the rules to read.
+                rebuilt.append(f"{func.attr}()")
             elif (
                 isinstance(func, ast.Name)
                 and func.id == "setattr"
