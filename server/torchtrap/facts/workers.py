@@ -24,6 +24,7 @@ from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, walk
+from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import remote_path
 from torchtrap.facts.tensors import Kind, TensorFacts
 
@@ -472,7 +473,7 @@ def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> 
                 if value is None:
                     continue
                 kind = tensors.kind_of(value, value)
-                if kind is Kind.MODULE:
+                if kind is Kind.MODULE and not holds_no_state(value, facts.imports.qualname):
                     return f"holds `self.{attr}`, an nn.Module"
                 if kind is Kind.TENSOR and is_cuda_expression(value):
                     return f"holds the CUDA tensor `self.{attr}`"
