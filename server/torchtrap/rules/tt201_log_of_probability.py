@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from torchtrap.facts.autograd import distribution_probs
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import enclosing_function, parent
 from torchtrap.facts.remote import remote_node, remote_where
@@ -178,6 +179,8 @@ class LogOfProbability(Rule):
         if isinstance(expr, ast.Subscript):
             inner = self._probability(expr.value, at, depth + 1)
             return replace(inner, direct=False) if inner else None
+        if isinstance(expr, ast.Attribute) and expr.attr == "probs":
+            return self._distribution_probs(expr.value, at)
         if (
             isinstance(expr, ast.BinOp)
             and isinstance(expr.op, ast.Sub)
@@ -210,6 +213,18 @@ class LogOfProbability(Rule):
             assert latest is not None
             return replace(latest, direct=False, via=expr.id)
         return None
+
+    def _distribution_probs(self, value: ast.expr, at: ast.AST) -> Probability | None:
+        """``Categorical(logits=z).probs``, or ``d.probs`` with ``d`` bound once to one."""
+        built: ast.expr | None = value
+        if isinstance(value, ast.Name):
+            reach = self.tensors.reaching(value.id, at)
+            one = reach is not None and reach.complete and len(reach.bindings) == 1
+            built = reach.bindings[0].value if one and reach is not None else None
+        if not isinstance(built, ast.Call):
+            return None
+        kind = distribution_probs(built, self.ctx.facts.imports)
+        return Probability(kind, built, False, False, True) if kind else None
 
     def _probability_call(self, call: ast.Call, at: ast.AST, depth: int) -> Probability | None:
         func = call.func
@@ -723,8 +738,32 @@ class LogOfProbability(Rule):
             """,
             note="distributions, sums of probabilities",
         ),
+        Valid(
+            """
+            import torch
+            import torch.distributions as D
+
+            def entropy(p, z):
+                given = D.Categorical(probs=p.clamp(min=1e-4))
+                return torch.log(given.probs).sum() + torch.log(D.Normal(z, 1.0).mean)
+            """,
+            note="built from `probs=` (what the caller passed), another attribute",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.distributions as D
+
+            def entropy(logits, z):
+                dist = D.Bernoulli(logits=z)
+                h = -(dist.probs * dist.probs.log()).sum()
+                return h + torch.log(D.Categorical(logits=logits).probs).mean()
+            """,
+            line=7,
+            note="a distribution built from logits: `.probs` is their sigmoid/softmax",
+        ),
         Invalid(
             """
             import torch

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
-from torchtrap.facts.tensors import Kind, TensorFacts, words
+from torchtrap.facts.tensors import ELEMENTWISE, Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Context, Invalid, Rule, Valid
@@ -25,13 +25,16 @@ TENSOR_ONLY = words(
 # Methods other types also have (set.add, ndarray.squeeze, plt.scatter, Logger.log,
 # TextIOWrapper.detach, nn.Module.to ...): flagged only with evidence that the
 # receiver is a tensor.
-NEEDS_EVIDENCE = words(
-    """
+NEEDS_EVIDENCE = (
+    words(
+        """
     clip scatter squeeze transpose t add sub mul div pow abs neg exp log sqrt rsqrt
     reciprocal square floor ceil round trunc sign sigmoid tanh relu lerp fmod remainder
     detach view reshape permute expand flatten repeat clone softmax log_softmax sort
     float half double bfloat16 int long bool byte to cuda cpu type
     """
+    )
+    | ELEMENTWISE
 )
 # In place on an nn.Module (it converts itself and returns self), out of place
 # on a tensor.
@@ -46,14 +49,17 @@ NO_TWIN = words(
 )
 METHODS = TENSOR_ONLY | NEEDS_EVIDENCE
 # `torch.<name>(x, ...)` statements: the same operations as functions.
-FUNCTIONS = words(
-    """
+FUNCTIONS = (
+    words(
+        """
     clamp clamp_min clamp_max clip masked_fill masked_scatter scatter scatter_add
     scatter_reduce index_fill index_add index_copy index_put index_reduce unsqueeze squeeze
     transpose t add sub mul div pow abs neg exp log sqrt rsqrt reciprocal square floor ceil
     round trunc sign sigmoid tanh relu addcmul addcdiv lerp nan_to_num fmod remainder detach
     narrow reshape permute flatten unflatten clone softmax log_softmax
     """
+    )
+    | ELEMENTWISE
 )
 # Enclosing functions (besides test*) where a discarded result is on purpose:
 # timing and warm-up loops.
@@ -568,8 +574,34 @@ class DiscardedOutOfPlaceResult(Rule):
             """,
             note="the result is used, or not a statement of its own",
         ),
+        Valid(
+            """
+            import math
+            import numpy as np
+
+            def rotate(theta, values):
+                math.sin(theta)
+                np.cos(values)
+                values.cos()
+                return theta
+            """,
+            note="`sin`/`cos` of math and numpy, and `.cos()` on a value of unknown type",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+
+            def rotate(theta):
+                angle = torch.zeros(3)
+                torch.sin(angle)
+                angle.cos()
+                return angle + theta
+            """,
+            line=6,
+            note="the rest of torch's elementwise functions: `torch.sin`, `.cos()`",
+        ),
         Invalid(
             """
             import torch
