@@ -64,7 +64,8 @@ class UnregisteredTensorAttribute(Rule):
     `.item()`; an attribute is judged by its last assignment in `__init__`),
     classes that are not `nn.Module`s, classes that override
     `_apply`/`state_dict` (a lone `to()`/`cuda()` override proves nothing),
-    and Lightning's `example_input_array`.
+    Lightning's `example_input_array`, and tensors only ever used as an
+    index (`lprobs[:, self.suppress]`: CPU indices work on any device).
 
     ## Why is this bad?
     `nn.Module` tracks parameters, buffers and submodules; a tensor
@@ -142,7 +143,7 @@ class UnregisteredTensorAttribute(Rule):
                 continue  # judged by its last assignment in `__init__`
             if info.name not in handled:
                 handled[info.name] = _registered_names(info) | _running_names(info, init)
-            if name in handled[info.name]:
+            if name in handled[info.name] or _index_only(info, name):
                 continue
             recast = name in _recast_names(info)
             yield self._finding(init, stmt, target, value, container=container, recast=recast)
@@ -481,8 +482,44 @@ class UnregisteredTensorAttribute(Rule):
             """,
             note="running state: reassigned from a fresh value outside `__init__`",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Generator(nn.Module):
+                def __init__(self, suppressed):
+                    super().__init__()
+                    self.suppress = None
+                    if suppressed:
+                        self.suppress = torch.Tensor(suppressed).long()
+
+                def forward(self, lprobs):
+                    if self.suppress is not None:
+                        lprobs[:, self.suppress] = -1e9
+                    return lprobs
+            """,
+            note="only ever an index (fairseq's SequenceGenerator): CPU indices work on any device",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Generator(nn.Module):
+                def __init__(self, suppressed):
+                    super().__init__()
+                    self.suppress = torch.Tensor(suppressed).long()
+
+                def forward(self, lprobs):
+                    lprobs[:, self.suppress] = -1e9
+                    return lprobs + self.suppress.sum()
+            """,
+            line=8,
+            note="an index that is also used in arithmetic: a device mismatch after `.cuda()`",
+        ),
         Invalid(
             """
             import torch
@@ -668,6 +705,36 @@ def _recast_names(info: ClassInfo) -> set[str]:
             ):
                 names.add(node.func.value.attr)  # type: ignore[attr-defined]
     return names
+
+
+def _index_only(info: ClassInfo, name: str) -> bool:
+    """Every read of ``self.<name>`` is an index (``lprobs[:, self.name]``) or a
+    None test: CPU indices work on a tensor of any device, and indices built
+    from the configuration need no checkpoint."""
+    reads = 0
+    for method in info.methods.values():
+        for node in walk_scope(method):
+            if not (
+                isinstance(node, ast.Attribute)
+                and node.attr == name
+                and _is_self_attribute(node)
+                and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            reads += 1
+            up = parent(node)
+            if isinstance(up, ast.Tuple):
+                up = parent(up)
+            if isinstance(up, ast.Subscript) and up.value is not node:
+                continue  # the index of a subscript
+            if (
+                isinstance(up, ast.Compare)
+                and len(up.ops) == 1
+                and isinstance(up.ops[0], (ast.Is, ast.IsNot))
+            ):
+                continue
+            return False
+    return reads > 0
 
 
 def _recasts(value: ast.expr | None, name: str) -> bool:
