@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
-from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -507,12 +507,12 @@ def _usage(data: ast.Attribute, imports: ImportTable) -> tuple[str | None, ast.s
 
 def _reads_itself(data: ast.Attribute, value: ast.expr) -> bool:
     """``value`` reads the same ``<x>.data`` that is assigned."""
-    target = ast.dump(data.value)
-    return any(
+    target = dotted_name(data.value)  # (not ast.dump: its recursive closure is cyclic garbage)
+    return target is not None and any(
         isinstance(n, ast.Attribute)
         and n.attr == "data"
         and n is not data
-        and ast.dump(n.value) == target
+        and dotted_name(n.value) == target
         for n in walk(value)
     )
 

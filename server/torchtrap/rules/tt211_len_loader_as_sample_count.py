@@ -6,7 +6,7 @@ import ast
 from collections.abc import Callable, Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk, walk_scope
 from torchtrap.facts.loaders import LoaderEvidence, Loaders
 from torchtrap.facts.tensors import TensorFacts
@@ -653,7 +653,9 @@ def _yields_batches(iterable: ast.expr, terms: list[ast.AST]) -> bool:
     """A loop over ``iterable`` (also through ``enumerate``/``tqdm``) around
     an accumulation, whose body takes the batch size of one of its items
     (``x.size(0)``, ``x.shape[0]``, ``len(x)``) as a count."""
-    wanted = ast.dump(iterable)
+    wanted = dotted_name(iterable)  # (not ast.dump: its recursive closure is cyclic garbage)
+    if wanted is None:
+        return False
     for term in terms:
         for loop in ancestors(term):
             if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -668,7 +670,7 @@ def _yields_batches(iterable: ast.expr, terms: list[ast.AST]) -> bool:
                 and source.args
             ):
                 source = source.args[0]
-            if ast.dump(source) != wanted:
+            if dotted_name(source) != wanted:
                 continue
             items = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
             for stmt in loop.body:
