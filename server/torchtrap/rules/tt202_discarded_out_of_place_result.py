@@ -96,6 +96,18 @@ class DiscardedOutOfPlaceResult(Rule):
     `self.x = torch...`, `register_buffer`, `.grad`, or a loop over
     `.parameters()` or a `DataLoader`.
 
+    The rest of torch's elementwise math, as methods (with tensor evidence)
+    and as `torch.<name>(x)` functions: `sin`, `cos`, `tan`, `asin`, `acos`,
+    `atan`, `atan2`, `arcsin`, `arccos`, `arctan`, `arctan2`, `sinh`,
+    `cosh`, `asinh`, `acosh`, `atanh`, `arcsinh`, `arccosh`, `arctanh`,
+    `exp2`, `expm1`, `log1p`, `logit`, `erf`, `erfc`, `erfinv`, `lgamma`,
+    `digamma`, `i0`, `sinc`, `hypot`, `xlogy`, `sgn`, `frac`, `fix`,
+    `deg2rad`, `rad2deg`, `float_power`, `heaviside`, `copysign`,
+    `nextafter`, `negative`, `bitwise_and`, `bitwise_or`, `bitwise_xor`,
+    `bitwise_not`, `logical_and`, `logical_or`, `logical_not`,
+    `logical_xor`, `subtract`, `multiply`, `divide`, `absolute`, `ldexp`,
+    `gcd`, `lcm`.
+
     Never flagged: a receiver that is a module (`self`, `self.<submodule>`,
     a name bound to an `nn.*` or local `nn.Module` subclass instance):
     `model.to(device)`, `model.cuda()`, `net.float()`, `.train()`, `.eval()`
