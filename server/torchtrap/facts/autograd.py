@@ -197,3 +197,30 @@ class AutogradFacts:
                 )
             )
         return False
+
+
+# torch.distributions built from logits: `.probs` is the softmax (or sigmoid) of them.
+_SOFTMAX_DISTRIBUTIONS = frozenset(
+    {"Categorical", "OneHotCategorical", "Multinomial", "RelaxedOneHotCategorical"}
+)
+_SIGMOID_DISTRIBUTIONS = frozenset(
+    {"Bernoulli", "Binomial", "Geometric", "NegativeBinomial", "RelaxedBernoulli"}
+)
+
+
+def distribution_probs(call: ast.expr, imports: ImportTable) -> str | None:
+    """ "softmax" / "sigmoid" when ``call`` builds a ``torch.distributions``
+    distribution from ``logits=``: its ``.probs`` is then that function of
+    the logits (zero where they are very negative). None otherwise (built
+    from ``probs=``: what the caller passed)."""
+    if not isinstance(call, ast.Call) or not any(k.arg == "logits" for k in call.keywords):
+        return None
+    qualname = imports.qualname(call.func) or ""
+    if not qualname.startswith("torch.distributions."):
+        return None
+    name = qualname.rpartition(".")[2]
+    if name in _SOFTMAX_DISTRIBUTIONS:
+        return "softmax"
+    if name in _SIGMOID_DISTRIBUTIONS:
+        return "sigmoid"
+    return None

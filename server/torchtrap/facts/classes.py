@@ -15,6 +15,11 @@ DATASET_BASES = frozenset(
         "torch.utils.data.TensorDataset",
         "torchvision.datasets.VisionDataset",
         "torchvision.datasets.vision.VisionDataset",
+        # PyTorch Geometric's datasets derive from torch's Dataset.
+        "torch_geometric.data.Dataset",
+        "torch_geometric.data.InMemoryDataset",
+        "torch_geometric.data.dataset.Dataset",
+        "torch_geometric.data.in_memory_dataset.InMemoryDataset",
     }
 )
 ITERABLE_DATASET_BASES = frozenset({"torch.utils.data.IterableDataset"})

@@ -11,6 +11,7 @@ from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import NodeIndex, enclosing_scope, parent, walk, walk_scope
 
 DATALOADER = "torch.utils.data.DataLoader"
+_DATALOADER_BASES = frozenset({DATALOADER})
 
 # torch.utils.data.DataLoader's positional parameters, in order.
 POSITIONAL = (
@@ -186,20 +187,32 @@ def _ancestors(node: ast.AST) -> list[ast.AST]:
 def find_dataloaders(
     index: NodeIndex, imports: ImportTable, classes: ClassTable
 ) -> list[DataLoaderCall]:
+    # Without any torch import, `torch.utils.data.DataLoader` spelled out is
+    # still torch (ImportTable.qualname): the loop below only looks at calls
+    # of something named DataLoader, so no shortcut is needed.
     names = set(imports.local_names_for(DATALOADER))
-    if not names and not imports.imports_module("torch"):
-        return []
+    # A class of this file deriving from DataLoader builds one (same workers);
+    # one with its own `__init__` may give its arguments other meanings.
+    subclasses = {
+        c.name
+        for c in classes.classes.values()
+        if "__init__" not in c.methods and classes.derives_from(c, _DATALOADER_BASES)
+    }
     found: list[DataLoaderCall] = []
     for call in index.of(ast.Call):
         func = call.func
+        if isinstance(func, ast.Subscript):
+            func = func.value  # `DataLoader[Batch](...)`
         # Cheap test before resolving qualnames: the callee ends in "DataLoader"
         # or is one of its local aliases.
         if isinstance(func, ast.Name):
-            if func.id not in names:
+            if func.id not in subclasses and (
+                func.id not in names or imports.qualname(func) != DATALOADER
+            ):
                 continue
-        elif not (isinstance(func, ast.Attribute) and func.attr == "DataLoader"):
-            continue
-        if imports.qualname(func) != DATALOADER:
+        elif not (isinstance(func, ast.Attribute) and func.attr == "DataLoader") or (
+            imports.qualname(func) != DATALOADER
+        ):
             continue
         arguments, has_splat = bind_arguments(call)
         workers, workers_expr = _workers(arguments, has_splat, call, index.tree)

@@ -58,3 +58,39 @@ def compatibility_guarded(node: ast.AST, errors: tuple[str, ...] = ("AttributeEr
             return False
         child = anc
     return False
+
+
+def _hasattr_of(test: ast.expr, attribute: str) -> bool | None:
+    """True for ``hasattr(x, "attr")``, False for ``not hasattr(x, "attr")``,
+    None for any other test."""
+    negated = False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = True, test.operand
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "hasattr"
+        and len(test.args) == 2
+        and isinstance(test.args[1], ast.Constant)
+        and test.args[1].value == attribute
+    ):
+        return not negated
+    return None
+
+
+def fallback_for(node: ast.AST, attribute: str) -> bool:
+    """Is ``node`` the fallback of a feature check, run only when the newer
+    API is missing: the ``else`` of ``if hasattr(m, "attribute"):`` or the
+    body of ``if not hasattr(m, "attribute"):`` (also as ``x if ... else y``)?"""
+    child: ast.AST = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)):
+            has = _hasattr_of(anc.test, attribute)
+            in_else = child in anc.orelse if isinstance(anc, ast.If) else child is anc.orelse
+            in_body = child in anc.body if isinstance(anc, ast.If) else child is anc.body
+            if (has is True and in_else) or (has is False and in_body):
+                return True
+        if isinstance(anc, _FUNCTIONS):
+            return False
+        child = anc
+    return False

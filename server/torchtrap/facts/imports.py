@@ -22,6 +22,17 @@ _CANONICAL = {
     "numpy.random._generator.default_rng": "numpy.random.default_rng",
     "torch._C.Generator": "torch.Generator",
     "torch.nn.functional": "torch.nn.functional",
+    # Lightning's module base at every path it is imported from.
+    "lightning.pytorch.core.LightningModule": "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.module.LightningModule": "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.lightning.LightningModule": "lightning.pytorch.LightningModule",
+    "pytorch_lightning.core.LightningModule": "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.module.LightningModule": "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.lightning.LightningModule": "pytorch_lightning.LightningModule",
+    # PyTorch Geometric's DataLoader subclasses torch's (same workers, same pickling).
+    "torch_geometric.loader.DataLoader": "torch.utils.data.DataLoader",
+    "torch_geometric.loader.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch_geometric.data.DataLoader": "torch.utils.data.DataLoader",
 }
 
 
@@ -57,7 +68,12 @@ class ImportTable:
             return None
         base = self.names.get(node.id)
         if base is None:
-            return None
+            # A pasted fragment spells `torch.utils.data.DataLoader` out without
+            # `import torch`: a dotted path that long names nothing else.
+            if node.id == "torch" and parts[-2:] == ["data", "utils"]:
+                base = "torch"
+            else:
+                return None
         parts.append(base)
         return canonical(".".join(reversed(parts)))
 

@@ -8,6 +8,7 @@ questions: :mod:`torchtrap.values.models` (``ctx.values.models``).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.index import enclosing_function, parent
@@ -45,6 +46,49 @@ FUNCTIONAL_DROPOUT = frozenset(
         "torch.nn.functional.dropout1d",
     }
 )
+# torch.nn layers that hold no parameters or buffers.
+STATELESS_LAYERS = words(
+    """
+    Identity ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax LogSoftmax
+    Softplus Hardtanh Hardswish Hardsigmoid Dropout Dropout1d Dropout2d Dropout3d Flatten
+    Unflatten MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
+    AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d Upsample
+    PixelShuffle PixelUnshuffle ZeroPad2d ConstantPad2d ReflectionPad2d ReplicationPad2d
+    """
+)
+_CONTAINER_MODULES = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+_TRANSFORMS = ("torchvision.transforms.", "torchvision.transforms.v2.")
+
+
+def holds_no_state(value: ast.expr, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """A module built so that it has no parameters or buffers: torchvision
+    transforms (``T.Compose``/``nn.Sequential`` of ``T.RandomCrop(...)``,
+    ...), activations, pooling, ``nn.Dropout`` and containers of only them.
+    Pickling it into workers copies no tensor."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = qualname(value.func) or ""
+    if name.startswith(_TRANSFORMS) and not name.endswith(("Lambda", "LinearTransformation")):
+        parts = [*value.args, *(k.value for k in value.keywords)]
+        return all(holds_no_state(p, qualname) for p in parts if isinstance(p, ast.Call)) and all(
+            holds_no_state(e, qualname)
+            for p in parts
+            if isinstance(p, (ast.List, ast.Tuple))
+            for e in p.elts
+        )
+    head, _, last = name.rpartition(".")
+    if head == "torch.nn" and last in STATELESS_LAYERS:
+        return True
+    if name in _CONTAINER_MODULES:
+        items: list[ast.expr] = []
+        for arg in value.args:
+            items.extend(arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg])
+        return (
+            bool(items) and not value.keywords and all(holds_no_state(i, qualname) for i in items)
+        )
+    return False
+
+
 # Methods that switch a module's mode (or return it switched).
 MODE_METHODS = frozenset({"eval", "train"})
 

@@ -53,10 +53,22 @@ class Kind(enum.Enum):
     BATCH = "batch"
 
 
+# torch's elementwise math, each both `torch.<name>(x)` and `x.<name>()`, each
+# with an in-place twin `x.<name>_()` (checked on torch 2.13).
+ELEMENTWISE = words(
+    """
+    sin cos tan asin acos atan atan2 arcsin arccos arctan arctan2 sinh cosh asinh acosh
+    atanh arcsinh arccosh arctanh exp2 expm1 log1p logit erf erfc erfinv lgamma digamma i0
+    sinc hypot xlogy sgn frac fix deg2rad rad2deg float_power heaviside copysign nextafter
+    negative bitwise_and bitwise_or bitwise_xor bitwise_not logical_and logical_or
+    logical_not logical_xor subtract multiply divide absolute ldexp gcd lcm
+    """
+)
 # torch.* functions that return a tensor (an allowlist: torch.load, torch.compile,
 # torch.jit.script... return models or anything, and stay unknown).
-TORCH_TENSOR_FUNCTIONS = words(
-    """
+TORCH_TENSOR_FUNCTIONS = (
+    words(
+        """
     tensor as_tensor asarray from_numpy frombuffer zeros ones empty full rand randn randint
     randperm arange linspace logspace eye zeros_like ones_like empty_like full_like rand_like
     randn_like randint_like stack cat concat concatenate hstack vstack where clamp clip
@@ -69,7 +81,10 @@ TORCH_TENSOR_FUNCTIONS = words(
     movedim repeat_interleave tile flip roll diag tril triu bernoulli multinomial normal
     poisson add sub mul div true_divide floor_divide fmod remainder nan_to_num erf
     clone detach one_hot argmax argmin cdist dist cross dot tensordot kron
+    amax amin isnan isinf isfinite logaddexp logaddexp2 logcumsumexp
     """
+    )
+    | ELEMENTWISE
 )
 # Namespaces whose lowercase functions return tensors.
 TORCH_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.fft.", "torch.special.")
@@ -92,8 +107,9 @@ TORCH_TENSOR_CLASSES = frozenset(
 )
 TENSOR_ANNOTATIONS = TORCH_TENSOR_CLASSES
 # Tensor methods that return a tensor (for chains: ``x.float().view(-1)``).
-TENSOR_METHODS = words(
-    """
+TENSOR_METHODS = (
+    words(
+        """
     clamp clamp_min clamp_max clip masked_fill masked_scatter masked_select scatter scatter_add
     scatter_reduce index_fill index_add index_copy index_put index_reduce index_select gather
     unsqueeze squeeze transpose t permute view reshape flatten unflatten expand expand_as
@@ -102,8 +118,10 @@ TENSOR_METHODS = words(
     log log2 log10 log1p sqrt rsqrt reciprocal square sigmoid tanh relu softmax log_softmax
     sum mean prod std var norm cumsum matmul mm bmm softmax argmax argmin floor ceil round
     trunc sign nan_to_num lerp addcmul addcdiv fmod remainder new_zeros new_ones new_full
-    new_empty new_tensor flip roll tril triu diag
+    new_empty new_tensor flip roll tril triu diag amax amin isnan isinf isfinite
     """
+    )
+    | ELEMENTWISE
 )
 # Methods that return the module itself when called on one.
 MODULE_SELF_METHODS = frozenset(

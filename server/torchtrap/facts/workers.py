@@ -24,6 +24,7 @@ from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, walk
+from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import remote_path
 from torchtrap.facts.tensors import Kind, TensorFacts
 
@@ -129,6 +130,14 @@ def _iterated(node: ast.AST) -> list[ast.expr]:
         out = [node.value]
     elif (
         isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "__iter__"
+        and not node.args
+        and not node.keywords
+    ):
+        out = [node.func.value]  # `it = loader.__iter__()` starts the workers too
+    elif (
+        isinstance(node, ast.Call)
         and node.args
         and isinstance(node.func, (ast.Name, ast.Attribute))
         and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ITERATING_CALLS
@@ -180,14 +189,17 @@ def starts_workers(
     """Where running ``node`` starts DataLoader workers: ``(site, loader)``,
     the site being in ``node``'s own scope (the iterated expression, or the
     call of a module-level function that iterates it, three calls deep)."""
-    for found in iterated_loaders(node, facts):
-        return found
+    # The first start in source order: the finding's site is where the user looks.
+    found = min(iterated_loaders(node, facts), key=lambda f: _position(f[0]), default=None)
     if depth >= 3:
-        return None
+        return found
     seen = seen if seen is not None else set()
-    for sub in _walk_same_scope(node):
-        if not isinstance(sub, ast.Call):
-            continue
+    calls = sorted(
+        (sub for sub in _walk_same_scope(node) if isinstance(sub, ast.Call)), key=_position
+    )
+    for sub in calls:
+        if found is not None and _position(found[0]) <= _position(sub):
+            return found
         fn = local_function(sub, facts.tree)
         if fn is None or id(fn) in seen:
             continue
@@ -199,7 +211,11 @@ def starts_workers(
             inner = starts_workers(stmt, facts, depth + 1, seen)
             if inner is not None:
                 return sub, inner[1]
-    return None
+    return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 def start_method(loader: DataLoaderCall) -> str | None:
@@ -471,7 +487,7 @@ def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> 
                 if value is None:
                     continue
                 kind = tensors.kind_of(value, value)
-                if kind is Kind.MODULE:
+                if kind is Kind.MODULE and not holds_no_state(value, facts.imports.qualname):
                     return f"holds `self.{attr}`, an nn.Module"
                 if kind is Kind.TENSOR and is_cuda_expression(value):
                     return f"holds the CUDA tensor `self.{attr}`"

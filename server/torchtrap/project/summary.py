@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 # 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
 # call sites keep their untracked arguments as "unknown" where results are kept;
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
-SUMMARY_VERSION = 3
+# 4: worker_init_fn effects record the dataset methods it calls ("name()")
+SUMMARY_VERSION = 4
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -728,7 +729,8 @@ _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate
 
 def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """The attributes a possible worker_init_fn re-creates or re-seeds on
-    ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``)."""
+    ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``), and as
+    ``"name()"`` the methods it calls on ``<x>.dataset``."""
     rebuilt: list[str] = []
     for node in walk(fn):
         if isinstance(node, ast.Attribute) and _on_dataset(node.value):
@@ -743,6 +745,10 @@ def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[st
                 and _on_dataset(func.value.value)
             ):
                 rebuilt.append(func.value.attr)
+            elif isinstance(func, ast.Attribute) and _on_dataset(func.value):
+                # `info.dataset.init_worker()`: the dataset's own method runs in
+                # the worker; recorded as "init_worker()" for the rules to read.
+                rebuilt.append(f"{func.attr}()")
             elif (
                 isinstance(func, ast.Name)
                 and func.id == "setattr"

@@ -161,7 +161,8 @@ class StoredRngInDataset(Rule):
     may be used from another file). Silent when every DataLoader using it has
     no workers (or `num_workers=1` with `persistent_workers=True`), when its
     `worker_init_fn` re-creates the generator (through
-    `get_worker_info().dataset`), and when the dataset re-creates or re-seeds
+    `get_worker_info().dataset`, or by calling a method of the dataset that
+    does, also from a worker_init_fn in another file), and when the dataset re-creates or re-seeds
     it in `__getitem__`/`__iter__` (per item, or lazily per worker).
 
     ## Why is this bad?
@@ -324,7 +325,7 @@ class StoredRngInDataset(Rule):
         if init is None:
             return LoaderStatus.COUNTS
         if is_remote(loader):
-            return self._remote_status(loader, attr)
+            return self._remote_status(loader, attr, datasets, view)
         fn = resolve_function(init, datasets, view)
         if fn is None:
             return LoaderStatus.UNCERTAIN
@@ -332,16 +333,25 @@ class StoredRngInDataset(Rule):
             return LoaderStatus.IGNORED
         return LoaderStatus.COUNTS
 
-    def _remote_status(self, loader: DataLoaderCall, attr: str) -> LoaderStatus:
+    def _remote_status(
+        self, loader: DataLoaderCall, attr: str, datasets: DatasetFacts, view: DatasetView
+    ) -> LoaderStatus:
         """A worker_init_fn in another file's DataLoader: ignored when the
-        index shows it re-creates or re-seeds ``<x>.dataset.<attr>``; a
-        function that only seeds the global generators does not count."""
+        index shows it re-creates or re-seeds ``<x>.dataset.<attr>``, or calls
+        a method of the dataset that does (the generator is then made in each
+        worker); a function that only seeds the global generators does not count."""
         project = self.ctx.project
         found = remote_fact(loader, project) if project is not None else None
         fn = project.function(found[1]) if project is not None and found and found[1] else None
         if fn is None:
             return LoaderStatus.UNCERTAIN
-        return LoaderStatus.IGNORED if attr in fn.rebuilds else LoaderStatus.COUNTS
+        if attr in fn.rebuilds:
+            return LoaderStatus.IGNORED
+        for entry in fn.rebuilds:
+            method = view.methods.get(entry[:-2]) if entry.endswith("()") else None
+            if method is not None and _rebuilds(method, attr, datasets, view, 1):
+                return LoaderStatus.IGNORED
+        return LoaderStatus.COUNTS
 
     # -- reporting -----------------------------------------------------------
     def _finding(

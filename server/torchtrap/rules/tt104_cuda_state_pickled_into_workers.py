@@ -18,6 +18,7 @@ from torchtrap.facts.datasets import (
     self_stores,
 )
 from torchtrap.facts.index import ancestors, enclosing_function, walk
+from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
@@ -54,7 +55,9 @@ class CudaStatePickledIntoWorkers(Rule):
     `collate_fn=self.method` / `worker_init_fn=self.method` bound to an
     object that is or holds an `nn.Module` (a LightningModule, a trainer
     whose `__init__` stores a model) or CUDA tensors; `functools.partial`
-    given a model; and a Dataset that stores an `nn.Module` or an object
+    given a model; and a Dataset that stores an `nn.Module` (not one that
+    holds no parameters or buffers, like a `Sequential` of torchvision
+    transforms or activations) or an object
     of this file that holds one (or CUDA tensors). For a Dataset it also
     sees DataLoaders in other files of the project (the class in
     `datasets.py`, `DataLoader(..., num_workers=4)` in `train.py`): the
@@ -234,6 +237,8 @@ class CudaStatePickledIntoWorkers(Rule):
         """ "an nn.Module" for a module; for an instance of another class of
         this file that holds one, "a `Helper` that holds ..."."""
         if tensors.kind_of(value, value) is Kind.MODULE:
+            if holds_no_state(value, self.ctx.facts.imports.qualname):
+                return None  # `nn.Sequential(T.RandomCrop(32), ...)`: nothing to copy
             return "an nn.Module"
         local = self.ctx.facts.classes.class_of_call(value)
         if local is None or local is owner:
@@ -468,6 +473,30 @@ CudaStatePickledIntoWorkers.valid += (
         """,
         note="a Dataset that stores an object holding no tensors or modules",
     ),
+    Valid(
+        """\
+        import torch
+        import torch.nn as nn
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Images(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.augment = nn.Sequential(T.RandomCrop(24), T.ColorJitter(0.2), nn.ReLU())
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.augment(self.items[index])
+
+
+        loader = DataLoader(Images(torch.randn(8, 3, 32, 32)), num_workers=2)
+        """,
+        note="a stored module that holds no parameters or buffers (image transforms)",
+    ),
 )
 
 CudaStatePickledIntoWorkers.invalid = (
@@ -538,6 +567,30 @@ CudaStatePickledIntoWorkers.invalid = (
         line=8,
         message_contains="Dataset `Scored` (holds `self.scorer`, an nn.Module) is pickled",
         note="a Dataset that stores a module",
+    ),
+    Invalid(
+        """\
+        import torch
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Images(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.augment = torch.nn.Sequential(T.RandomCrop(24), torch.nn.Conv2d(3, 3, 1))
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, index):
+                return self.augment(self.items[index])
+
+
+        loader = DataLoader(Images(torch.randn(8, 3, 32, 32)), num_workers=2)
+        """,
+        line=9,
+        note="transforms with a layer that has weights: the weights are pickled",
     ),
     Invalid(
         """\

@@ -30,8 +30,9 @@ class WorkersWithoutMainGuard(Rule):
     """
     ## What it does
     Finds a script that iterates a DataLoader with workers at module level
-    (directly, or through a function of the same file that the top level
-    calls) outside `if __name__ == "__main__":`.
+    (`for`, `iter(loader)`, `loader.__iter__()`; directly, or through a
+    function of the same file that the top level calls) outside
+    `if __name__ == "__main__":`, at the first place workers start.
 
     Severity: **error** when the DataLoader asks for `spawn`/`forkserver`
     itself; **warning** with a literal `num_workers > 0`; **info** when the
@@ -354,6 +355,26 @@ run()
 """
 
 WorkersWithoutMainGuard.valid = (
+    Valid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(torch.arange(8), batch_size=4, num_workers=2)
+        it = loader.__len__()
+        """,
+        note="no worker starts: only `__iter__()` and iteration do",
+    ),
+    Valid(
+        """\
+        from mylib import utils
+
+        data_loader = utils.data.DataLoader(data_set, batch_size=8, num_workers=8)
+        for batch in data_loader:
+            print(batch)
+        """,
+        note="`utils.data.DataLoader` of another library",
+    ),
     Valid(_FIXED, note="under the guard"),
     Valid(_SCRIPT.replace("num_workers=2", "num_workers=0"), note="num_workers=0"),
     Valid(_SCRIPT.replace(", num_workers=2", ""), note="no workers"),
@@ -401,6 +422,50 @@ WorkersWithoutMainGuard.valid = (
 )
 
 WorkersWithoutMainGuard.invalid = (
+    Invalid(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(torch.arange(8), batch_size=4, num_workers=2)
+        it = loader.__iter__()
+        for batch in loader:
+            print(batch)
+        """,
+        line=5,
+        note="`loader.__iter__()` starts the workers: the first start in source order",
+    ),
+    *(
+        Invalid(
+            """\
+            import torch
+            from torch.utils.data import DataLoader
+            from torch_geometric.loader import DataLoader as GraphLoader
+
+
+            class ShuffledLoader(DataLoader):
+                def __len__(self):
+                    return 4
+
+
+            for batch in SPELLING(torch.arange(8), num_workers=2):
+                print(batch)
+            """.replace("SPELLING", spelling),
+            line=11,
+            note=f"spellings: {spelling}(...) builds a torch DataLoader",
+        )
+        for spelling in ("ShuffledLoader", "DataLoader[int]", "GraphLoader")
+    ),
+    Invalid(
+        """\
+        data_loader = torch.utils.data.DataLoader(data_set, batch_size=8, num_workers=8)
+        for epoch in range(10):
+            for step, (data, label) in enumerate(data_loader):
+                print(step)
+        """,
+        line=3,
+        note="a pasted fragment without `import torch`: `torch.utils.data` spelled out is torch",
+    ),
     Invalid(
         _SCRIPT,
         line=5,

@@ -570,6 +570,17 @@ class LogOfProbability(Rule):
             """,
             note="normalisation needs the same tensor over its own keepdim sum",
         ),
+        Valid(
+            """
+            import torch
+            import torch.distributions as D
+
+            def entropy(p, z):
+                given = D.Categorical(probs=p.clamp(min=1e-4))
+                return torch.log(given.probs).sum() + torch.log(D.Normal(z, 1.0).mean)
+            """,
+            note="built from `probs=` (what the caller passed), another attribute",
+        ),
     )
     invalid = (
         Invalid(
@@ -642,6 +653,19 @@ class LogOfProbability(Rule):
             """,
             line=8,
             note="Categorical(logits=z).probs; y / y.sum(1, keepdim=True)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.distributions as D
+
+            def entropy(logits, z):
+                dist = D.Bernoulli(logits=z)
+                h = -(dist.probs * dist.probs.log()).sum()
+                return h + torch.log(D.Categorical(logits=logits).probs).mean()
+            """,
+            line=7,
+            note="a distribution built from logits: `.probs` is their sigmoid/softmax",
         ),
         Invalid(
             """

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope
-from torchtrap.facts.tensors import Kind, TensorFacts, words
+from torchtrap.facts.tensors import ELEMENTWISE, Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -24,13 +24,16 @@ TENSOR_ONLY = words(
 # Methods other types also have (set.add, ndarray.squeeze, plt.scatter, Logger.log,
 # TextIOWrapper.detach, nn.Module.to ...): flagged only with evidence that the
 # receiver is a tensor.
-NEEDS_EVIDENCE = words(
-    """
+NEEDS_EVIDENCE = (
+    words(
+        """
     clip scatter squeeze transpose t add sub mul div pow abs neg exp log sqrt rsqrt
     reciprocal square floor ceil round trunc sign sigmoid tanh relu lerp fmod remainder
     detach view reshape permute expand flatten repeat clone softmax log_softmax sort
     float half double bfloat16 int long bool byte to cuda cpu type
     """
+    )
+    | ELEMENTWISE
 )
 # In place on an nn.Module (it converts itself and returns self), out of place
 # on a tensor.
@@ -45,14 +48,17 @@ NO_TWIN = words(
 )
 METHODS = TENSOR_ONLY | NEEDS_EVIDENCE
 # `torch.<name>(x, ...)` statements: the same operations as functions.
-FUNCTIONS = words(
-    """
+FUNCTIONS = (
+    words(
+        """
     clamp clamp_min clamp_max clip masked_fill masked_scatter scatter scatter_add
     scatter_reduce index_fill index_add index_copy index_put index_reduce unsqueeze squeeze
     transpose t add sub mul div pow abs neg exp log sqrt rsqrt reciprocal square floor ceil
     round trunc sign sigmoid tanh relu addcmul addcdiv lerp nan_to_num fmod remainder detach
     narrow reshape permute flatten unflatten clone softmax log_softmax
     """
+    )
+    | ELEMENTWISE
 )
 # Enclosing functions (besides test*) where a discarded result is on purpose:
 # timing and warm-up loops.
@@ -88,6 +94,18 @@ class DiscardedOutOfPlaceResult(Rule):
     annotated `torch.Tensor`, a module's output, `nn.Parameter`,
     `self.x = torch...`, `register_buffer`, `.grad`, or a loop over
     `.parameters()` or a `DataLoader`.
+
+    The rest of torch's elementwise math, as methods (with tensor evidence)
+    and as `torch.<name>(x)` functions: `sin`, `cos`, `tan`, `asin`, `acos`,
+    `atan`, `atan2`, `arcsin`, `arccos`, `arctan`, `arctan2`, `sinh`,
+    `cosh`, `asinh`, `acosh`, `atanh`, `arcsinh`, `arccosh`, `arctanh`,
+    `exp2`, `expm1`, `log1p`, `logit`, `erf`, `erfc`, `erfinv`, `lgamma`,
+    `digamma`, `i0`, `sinc`, `hypot`, `xlogy`, `sgn`, `frac`, `fix`,
+    `deg2rad`, `rad2deg`, `float_power`, `heaviside`, `copysign`,
+    `nextafter`, `negative`, `bitwise_and`, `bitwise_or`, `bitwise_xor`,
+    `bitwise_not`, `logical_and`, `logical_or`, `logical_not`,
+    `logical_xor`, `subtract`, `multiply`, `divide`, `absolute`, `ldexp`,
+    `gcd`, `lcm`.
 
     Never flagged: a receiver that is a module (`self`, `self.<submodule>`,
     a name bound to an `nn.*` or local `nn.Module` subclass instance):
@@ -567,8 +585,34 @@ class DiscardedOutOfPlaceResult(Rule):
             """,
             note="the result is used, or not a statement of its own",
         ),
+        Valid(
+            """
+            import math
+            import numpy as np
+
+            def rotate(theta, values):
+                math.sin(theta)
+                np.cos(values)
+                values.cos()
+                return theta
+            """,
+            note="`sin`/`cos` of math and numpy, and `.cos()` on a value of unknown type",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+
+            def rotate(theta):
+                angle = torch.zeros(3)
+                torch.sin(angle)
+                angle.cos()
+                return angle + theta
+            """,
+            line=6,
+            note="the rest of torch's elementwise functions: `torch.sin`, `.cos()`",
+        ),
         Invalid(
             """
             import torch

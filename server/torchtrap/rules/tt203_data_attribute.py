@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
-from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -28,7 +28,8 @@ class DataAttribute(Rule):
     `.detach()` spelling says the same and keeps autograd's checks.
 
     Flags, as a hint, `p.data.mul_(...)`, `p.data[...] = ...`,
-    `p.data += ...`, `nn.init.normal_(p.data)` and `p.grad.data.zero_()` on
+    `p.data += ...`, `p.grad.data = 0.5 * p.grad.data` (an update, not the
+    swap-in of another tensor), `nn.init.normal_(p.data)` and `p.grad.data.zero_()` on
     parameters (`module.weight`, `nn.Parameter`, loop variables over
     `.parameters()`) outside
     `torch.no_grad()`: they work, but `with torch.no_grad(): p.mul_(...)`
@@ -323,8 +324,33 @@ class DataAttribute(Rule):
             note="`p.data = t` on a parameter swaps in another tensor (timm's "
             "re-parameterisation): `copy_` under no_grad would not allow a new shape",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            layer = nn.Linear(4, 2)
+            other = nn.Linear(4, 2)
+            layer.weight.data = other.weight.data.clone()
+            layer.bias.data = torch.zeros(2)
+            """,
+            note="swapping in another tensor (reading another `.data`) is no update",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch.nn as nn
+
+            shared = nn.Linear(4, 2)
+            for p in shared.parameters():
+                p.grad.data = 0.5 * p.grad.data
+            """,
+            line=6,
+            severity=Severity.HINT,
+            message_contains="changes a gradient",
+            note="an update through `.data` (CoGAN's shared-gradient averaging)",
+        ),
         Invalid(
             """
             import torch
@@ -467,6 +493,8 @@ def _usage(data: ast.Attribute, imports: ImportTable) -> tuple[str | None, ast.s
     if isinstance(data.ctx, ast.Store):
         if isinstance(up, ast.AugAssign):
             return _IN_PLACE, up
+        if isinstance(up, ast.Assign) and _reads_itself(data, up.value):
+            return _IN_PLACE, up  # `g.data = 0.5 * g.data`: an update, not a swap
         return _ASSIGN, enclosing_statement(data)
     if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Store):
         return _IN_PLACE, enclosing_statement(up)
@@ -475,6 +503,18 @@ def _usage(data: ast.Attribute, imports: ImportTable) -> tuple[str | None, ast.s
         if name.endswith("_") and not name.startswith("_"):
             return _IN_PLACE, enclosing_statement(up)  # `nn.init.zeros_(x.data)`
     return _READ, enclosing_statement(data)
+
+
+def _reads_itself(data: ast.Attribute, value: ast.expr) -> bool:
+    """``value`` reads the same ``<x>.data`` that is assigned."""
+    target = dotted_name(data.value)  # (not ast.dump: its recursive closure is cyclic garbage)
+    return target is not None and any(
+        isinstance(n, ast.Attribute)
+        and n.attr == "data"
+        and n is not data
+        and dotted_name(n.value) == target
+        for n in walk(value)
+    )
 
 
 def _function_name(func: ast.expr, imports: ImportTable) -> str:

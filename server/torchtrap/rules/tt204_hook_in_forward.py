@@ -44,7 +44,9 @@ class HookInForward(Rule):
       `register_backward_hook` whose handle is thrown away: a new hook on
       every call.
 
-    Silent for guarded registrations, hooks registered in `__init__` or
+    Silent for guarded registrations (inside the test, or after an earlier
+    test that returns or raises; an opt-in flag, a `forward` parameter whose
+    default is falsy, counts as a guard), hooks registered in `__init__` or
     any other method, registrations inside an `if` (registered once behind
     a flag), handles that are kept (`h = ...; h.remove()`, stored on
     `self`, collected in a list), `grad_fn.register_hook`,
@@ -298,6 +300,41 @@ class HookInForward(Rule):
             """,
             note="not a module: a class without bases",
         ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class GRL(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+
+                def forward(self, x):
+                    if not x.requires_grad:
+                        return self.fc(x)
+                    x.register_hook(lambda g: -g)
+                    return self.fc(x)
+            """,
+            note="an earlier grad-mode test that leaves the function",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+
+                def forward(self, x, reverse=False, coeff=None):
+                    if reverse:
+                        x.register_hook(lambda g: -g)
+                    if coeff is not None and x.dim() == 2:
+                        x.register_hook(lambda g: g * coeff)
+                    return self.fc(x)
+            """,
+            note="opt-in flags: `forward` parameters whose default is falsy",
+        ),
     )
     invalid = (
         Invalid(
@@ -347,6 +384,28 @@ class HookInForward(Rule):
             line=10,
             message_contains="adds another hook on every call",
         ),
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class AdversarialNetwork(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 1)
+                    self.iter_num = 0
+
+                def forward(self, x, reverse=True):
+                    if self.training:
+                        self.iter_num += 1
+                    x = x * 1.0
+                    if reverse:
+                        x.register_hook(lambda grad: -grad)
+                    return self.fc(x)
+            """,
+            line=15,
+            note="an earlier `if self.training:` that does not leave the function guards nothing; "
+            "a flag that defaults to True is no opt-in",
+        ),
     )
 
 
@@ -358,21 +417,64 @@ def _between(node: ast.AST, function: ast.AST) -> Iterator[ast.AST]:
 
 
 def _guarded(call: ast.Call, function: Function) -> bool:
-    """A test on grad mode around the call, or before it in the function
-    (``if not x.requires_grad: return x``)."""
+    """A test on grad mode (or on an opt-in flag) around the call, or an
+    earlier one that leaves the function (``if not x.requires_grad: return x``).
+    An earlier ``if self.training: self.iter_num += 1`` guards nothing."""
+    flags = _opt_in_flags(function)
     for anc in _between(call, function):
         if isinstance(anc, _CONDITIONAL):
             test = getattr(anc, "test", None)
-            if test is None or _mentions_guard(test):
-                return True  # inside try: probing; or a grad-mode test
+            if test is None or _mentions_guard(test) or _mentions(test, flags):
+                return True  # inside try: probing; a grad-mode test; an opt-in flag
     for node in walk_scope(function):
-        if (
-            isinstance(node, (ast.If, ast.Assert))
-            and node.lineno < call.lineno
-            and _mentions_guard(node.test)
-        ):
+        if not (isinstance(node, (ast.If, ast.Assert)) and node.lineno < call.lineno):
+            continue
+        if not _mentions_guard(node.test):
+            continue
+        if isinstance(node, ast.Assert) or _leaves(node.body) or _leaves(node.orelse):
             return True
     return False
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """The block returns or raises (on some path), so what follows it runs
+    only when its test says so."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            return True
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if any(isinstance(n, (ast.Return, ast.Raise)) for n in walk_scope(stmt)):
+            return True
+    return False
+
+
+def _opt_in_flags(function: Function) -> frozenset[str]:
+    """Parameters of ``forward`` whose default is falsy (``reverse=False``,
+    ``hook=None``): the caller opts in, an evaluation call leaves them off."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaulted = positional[len(positional) - len(args.defaults) :]
+    pairs = list(zip(defaulted, args.defaults, strict=True))
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    pairs += [(a, d) for a, d in keywords if d is not None]
+    return frozenset(
+        a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value in (False, None, 0, "")
+    )
+
+
+def _mentions(test: ast.AST, names: frozenset[str]) -> bool:
+    """``if flag:``, ``if flag is not None:``, or one of them in an ``and``."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_mentions(v, names) for v in test.values)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        test = test.left
+    return isinstance(test, ast.Name) and test.id in names
 
 
 def _mentions_guard(test: ast.AST) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from torchtrap.facts.guards import fallback_for
 from torchtrap.facts.index import ancestors
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range
@@ -25,7 +26,9 @@ class NonFullBackwardHook(Rule):
     module or object imported from another library
     (`mylib.hooks.register_backward_hook`), an instance of a local class
     that is not a module, or `self` in a class that defines its own
-    `register_backward_hook`.
+    `register_backward_hook`. Silent too in the fallback branch of a
+    compatibility check (`if hasattr(m, "register_full_backward_hook"):
+    ... else: m.register_backward_hook(...)`): it only runs on old torch.
 
     ## Why is this bad?
     `register_backward_hook` is deprecated. It hooks the *last* autograd
@@ -68,6 +71,8 @@ class NonFullBackwardHook(Rule):
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr == OLD):
                 continue
+            if fallback_for(call, NEW):
+                continue  # the old-torch path of `if hasattr(m, NEW): ... else: ...`
             tensors = tensors or TensorFacts(self.ctx.facts)
             if self._not_a_module(func.value, call, tensors):
                 continue
@@ -116,6 +121,21 @@ class NonFullBackwardHook(Rule):
         )
 
     valid = (
+        Valid(
+            """
+            def add_hook(module, hook):
+                if hasattr(module, "register_full_backward_hook"):
+                    return module.register_full_backward_hook(hook)
+                else:
+                    return module.register_backward_hook(hook)
+
+            def add_hook_compact(module, hook):
+                if not hasattr(module, "register_full_backward_hook"):
+                    return module.register_backward_hook(hook)
+                return module.register_full_backward_hook(hook)
+            """,
+            note="the fallback for torch < 1.8, behind a hasattr check",
+        ),
         Valid(
             """
             import torch.nn as nn
@@ -168,6 +188,16 @@ class NonFullBackwardHook(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            def add_hook(module, hook):
+                if hasattr(module, "register_forward_hook"):
+                    return module.register_backward_hook(hook)
+                return None
+            """,
+            line=4,
+            note="a check on another attribute is no fallback for the full hook",
+        ),
         Invalid(
             """
             import torch.nn as nn

@@ -9,24 +9,34 @@ from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.tensors import Kind, TensorFacts
-from torchtrap.findings import Applicability, Edit, Finding, Fix
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
 
 # Attributes frameworks read as plain tensors on purpose.
 _FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
 # A class that overrides these moves or saves its tensors itself.
-_HANDLES_ITS_TENSORS = frozenset({"_apply", "_save_to_state_dict", "state_dict", "to", "cuda"})
+# (A lone `to()`/`cuda()` override moves what it names, if anything, and
+# saves nothing: it proves no management.)
+_HANDLES_ITS_TENSORS = frozenset({"_apply", "_save_to_state_dict", "state_dict"})
 _CONTAINERS = (ast.List, ast.Tuple)
-_CANDIDATE_VALUES = (ast.Call, ast.List, ast.Tuple, ast.Dict)
+_CANDIDATE_VALUES = (ast.Call, ast.List, ast.Tuple, ast.Dict, ast.ListComp)
 # Factories whose positional arguments are the size alone.
 _SHAPE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 _LITERAL_ARRAYS = (ast.List, ast.Tuple)
-# Tensors built from data: scalars unless the data is a literal list.
-_FROM_DATA = frozenset(
-    {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"}
-)
-# `self.x.to(device)` where it is used: the class moves it by hand.
+# Tensors built from data: scalars unless the data is a literal list. (The
+# legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)` never
+# give a 0-dim tensor: a number is a size, a float raises.)
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
+# `self.x.to(device)` where it is used: the class re-casts it by hand, per call.
 _MOVES = frozenset({"to", "cuda", "type_as", "to_device"})
+# Methods that give a data-built tensor a shape: `torch.tensor(m).view(-1, 1, 1)`.
+_RESHAPES = frozenset(
+    {"view", "reshape", "expand", "repeat", "unsqueeze", "view_as", "expand_as", "tile"}
+)
+# A reduction over the whole tensor gives a 0-dim tensor: `torch.prod(torch.tensor(shape))`.
+_REDUCTIONS = frozenset({"prod", "sum", "mean", "max", "min", "norm", "amax", "amin", "numel"})
+# Elementwise functions keep a scalar a scalar: `torch.sqrt(torch.tensor(d))`.
+_SCALAR_KEEPING = frozenset({"sqrt", "exp", "log", "rsqrt", "abs", "log2", "log10", "reciprocal"})
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -38,15 +48,24 @@ class UnregisteredTensorAttribute(Rule):
     `torch.tensor(...)`, `torch.arange(...)`, a tensor method of one) or a
     list, tuple or dict of such tensors.
 
-    Silent for scalars (`torch.tensor(0.5)`, `torch.tensor(cfg.WEIGHT)`: a
-    0-dim CPU tensor mixes with CUDA tensors), attributes the class
-    reassigns outside `__init__` (a cache or running state) or moves where
-    it uses them (`self.bins.to(x.device)`), `register_buffer(...)`, `nn.Parameter(...)`,
-    `nn.ParameterList`, a name registered as a buffer or parameter anywhere
-    in the class (assigning a tensor to it updates the buffer), values turned
-    into Python values at once (`.tolist()`, `.item()`), classes that are not
-    `nn.Module`s, classes that override `_apply`/`state_dict`/`to`, and
-    Lightning's `example_input_array`.
+    A tensor the class re-casts where it uses it (`self.bins.to(x.device)`,
+    `self.mean = self.mean.type_as(x)`) is reported as **info**: the
+    per-call re-cast works, but the tensor is still missing from
+    `state_dict` (a random constant is drawn anew on reload).
+
+    Silent for scalars (`torch.tensor(0.5)`, `torch.tensor(cfg.WEIGHT)`,
+    whole-tensor reductions like `torch.prod(torch.tensor(shape))`: a
+    0-dim CPU tensor mixes with CUDA tensors; `torch.tensor(m).view(-1, 1, 1)`
+    is no scalar), attributes the class reassigns from a fresh value
+    outside `__init__` (a cache or running state), `register_buffer(...)`,
+    `nn.Parameter(...)`, `nn.ParameterList`, a name registered as a buffer
+    or parameter anywhere in the class (assigning a tensor to it updates
+    the buffer), values turned into Python values at once (`.tolist()`,
+    `.item()`; an attribute is judged by its last assignment in `__init__`),
+    classes that are not `nn.Module`s, classes that override
+    `_apply`/`state_dict` (a lone `to()`/`cuda()` override proves nothing),
+    Lightning's `example_input_array`, and tensors only ever used as an
+    index (`lprobs[:, self.suppress]`: CPU indices work on any device).
 
     ## Why is this bad?
     `nn.Module` tracks parameters, buffers and submodules; a tensor
@@ -120,10 +139,14 @@ class UnregisteredTensorAttribute(Rule):
                 container = True
             else:
                 continue
+            if _reassigned_later(init, stmt, name):
+                continue  # judged by its last assignment in `__init__`
             if info.name not in handled:
-                handled[info.name] = _registered_names(info) | _managed_names(info, init)
-            if name not in handled[info.name]:
-                yield self._finding(init, stmt, target, value, container=container)
+                handled[info.name] = _registered_names(info) | _running_names(info, init)
+            if name in handled[info.name] or _index_only(info, name):
+                continue
+            recast = name in _recast_names(info)
+            yield self._finding(init, stmt, target, value, container=container, recast=recast)
 
     def _self_assignments(
         self,
@@ -149,24 +172,49 @@ class UnregisteredTensorAttribute(Rule):
         """A fresh tensor: built by torch (not a Parameter, not a reference to
         another module's weight)."""
         node = value
+        shaped = False
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if self.ctx.facts.imports.qualname(node.func) is not None:
                 break
+            shaped = shaped or node.func.attr in _RESHAPES
             node = node.func.value  # `torch.zeros(3).float()` → `torch.zeros(3)`
         if not isinstance(node, ast.Call):
             return False
         qualname = self.ctx.facts.imports.qualname(node.func)
         if qualname is None or qualname in PARAMETER_CLASSES or not qualname.startswith("torch."):
             return False
-        if qualname in _FROM_DATA and not (
-            node.args and isinstance(node.args[0], _LITERAL_ARRAYS) and node.args[0].elts
+        if not shaped and self._zero_dim(node, qualname):
+            return False
+        if (
+            qualname in _FROM_DATA
+            and not shaped
+            and not (node.args and isinstance(node.args[0], _LITERAL_ARRAYS) and node.args[0].elts)
         ):
             # A scalar (`torch.tensor(0.5)`, a config value): a 0-dim CPU tensor
             # mixes with CUDA tensors, and its shape is unknown otherwise.
             return False
         return tensors.kind_of(value, at) is Kind.TENSOR
 
+    def _zero_dim(self, call: ast.Call, qualname: str) -> bool:
+        """``torch.prod(torch.tensor(shape))`` (a whole-tensor reduction),
+        ``torch.sqrt(torch.tensor(d))`` (elementwise on a scalar): 0-dim."""
+        last = qualname.rpartition(".")[2]
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            return False
+        if qualname == f"torch.{last}" and last in _REDUCTIONS:
+            return True
+        inner = call.args[0]
+        if qualname == f"torch.{last}" and last in _SCALAR_KEEPING and isinstance(inner, ast.Call):
+            inner_name = self.ctx.facts.imports.qualname(inner.func) or ""
+            if inner_name in _FROM_DATA:
+                return not (inner.args and isinstance(inner.args[0], _LITERAL_ARRAYS))
+            return self._zero_dim(inner, inner_name)
+        return False
+
     def _tensor_container(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
+        if isinstance(value, ast.ListComp):
+            # `[torch.randn(d, n) for _ in range(k)]`: a list of tensors
+            return self._plain_tensor(value.elt, value.elt, tensors)
         if isinstance(value, _CONTAINERS):
             items = list(value.elts)
         elif isinstance(value, ast.Dict):
@@ -186,6 +234,7 @@ class UnregisteredTensorAttribute(Rule):
         value: ast.expr,
         *,
         container: bool,
+        recast: bool = False,
     ) -> Finding:
         name = target.attr
         what = "holds plain tensors" if container else "is a plain tensor"
@@ -193,6 +242,15 @@ class UnregisteredTensorAttribute(Rule):
             f"`self.{name}` {what}: not in `state_dict`, not moved by `.to()`/`.double()`; "
             "register a buffer"
         )
+        severity = None
+        if recast:
+            # Re-cast where it is used: it works per call, and is still missing
+            # from `state_dict` (a random constant is redrawn on reload).
+            severity = Severity.INFO
+            message = (
+                f"`self.{name}` {what}, re-cast on every use and missing from `state_dict`; "
+                "register a buffer"
+            )
         fixes: list[Fix] = []
         if _after_super_init(init, stmt) and _single_target(stmt):
             if not container:
@@ -202,7 +260,7 @@ class UnregisteredTensorAttribute(Rule):
                 ]
             elif self._same_shapes(value):
                 fixes = [self._stacked_fix(stmt, name, value)]
-        return self.finding(target, message, fixes=fixes)
+        return self.finding(target, message, fixes=fixes, severity=severity)
 
     def _same_shapes(self, value: ast.expr) -> bool:
         """A list or tuple of ``torch.zeros(4)``-like calls with the same
@@ -386,18 +444,122 @@ class UnregisteredTensorAttribute(Rule):
             import torch
             import torch.nn as nn
 
+            class FreqEncoder(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.freq_bands = 2.0 ** torch.linspace(0.0, n - 1, n)
+                    self.bins = torch.linspace(0.0, 1.0, n)
+                    self.bins = self.bins.tolist()
+            """,
+            note="judged by the last assignment in `__init__`: a Python list",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Attention(nn.Module):
+                def __init__(self, shape, d):
+                    super().__init__()
+                    self.numel = torch.prod(torch.tensor(shape))
+                    self.scale = torch.sqrt(torch.tensor(d, dtype=torch.float32))
+            """,
+            note="0-dim values made by reductions and elementwise functions of a scalar",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Memory(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.keys = torch.zeros(n, 8)
+
+                def forward(self, x):
+                    self.keys = torch.cat([self.keys[1:], x.detach()])
+                    return self.keys
+            """,
+            note="running state: reassigned from a fresh value outside `__init__`",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Generator(nn.Module):
+                def __init__(self, suppressed):
+                    super().__init__()
+                    self.suppress = None
+                    if suppressed:
+                        self.suppress = torch.Tensor(suppressed).long()
+
+                def forward(self, lprobs):
+                    if self.suppress is not None:
+                        lprobs[:, self.suppress] = -1e9
+                    return lprobs
+            """,
+            note="only ever an index (fairseq's SequenceGenerator): CPU indices work on any device",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Generator(nn.Module):
+                def __init__(self, suppressed):
+                    super().__init__()
+                    self.suppress = torch.Tensor(suppressed).long()
+
+                def forward(self, lprobs):
+                    lprobs[:, self.suppress] = -1e9
+                    return lprobs + self.suppress.sum()
+            """,
+            line=8,
+            note="an index that is also used in arithmetic: a device mismatch after `.cuda()`",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
             class Variance(nn.Module):
                 def __init__(self, lo, hi, steps):
                     super().__init__()
                     self.bins = torch.linspace(lo, hi, steps)
+                    self.mean = torch.randn(steps)
 
                 def forward(self, x):
-                    return torch.bucketize(x, self.bins.to(x.device))
+                    self.mean = self.mean.type_as(x)
+                    return torch.bucketize(x, self.bins.to(x.device)) + self.mean
             """,
-            note="moved by hand where it is used (fairseq's FastSpeech2)",
+            line=8,
+            severity=Severity.INFO,
+            message_contains="re-cast on every use",
+            note="re-cast where used (fairseq's FastSpeech2): works per call, still not saved",
         ),
-    )
-    invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Policy(nn.Module):
+                def __init__(self, scale, mean, std, d, k):
+                    super().__init__()
+                    self.action_scale = torch.FloatTensor(scale)
+                    self.mean = torch.tensor(mean).view(-1, 1, 1)
+                    self.proj = [torch.randn(d, 32) for _ in range(k)]
+
+                def to(self, device):
+                    self.action_scale = self.action_scale.to(device)
+                    return super().to(device)
+            """,
+            line=8,
+            note="a lone `to()` override proves nothing; `.view(...)` makes a shaped tensor; "
+            "a list comprehension of tensors",
+        ),
         Invalid(
             """
             import torch
@@ -512,17 +674,30 @@ def _registered_names(info: ClassInfo) -> set[str]:
     return names
 
 
-def _managed_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Attributes the class handles at run time: reassigned outside
-    ``__init__`` (a cache, a running state) or moved where used
-    (``self.bins.to(x.device)``)."""
+def _running_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Attributes the class reassigns outside ``__init__`` from a fresh value
+    (a cache, a running state). ``self.x = self.x.type_as(h)`` is a re-cast,
+    not running state (:func:`_recast_names`)."""
+    names: set[str] = set()
+    for method in info.methods.values():
+        if method is init:
+            continue
+        for node in walk_scope(method):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if _is_self_attribute(t) and not _recasts(node.value, t.attr):  # type: ignore[attr-defined]
+                        names.add(t.attr)  # type: ignore[attr-defined]
+    return names
+
+
+def _recast_names(info: ClassInfo) -> set[str]:
+    """Attributes moved where they are used: ``self.bins.to(x.device)``,
+    ``self.mean = self.mean.type_as(x)``."""
     names: set[str] = set()
     for method in info.methods.values():
         for node in walk_scope(method):
-            if method is not init and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names.update(t.attr for t in targets if _is_self_attribute(t))  # type: ignore[attr-defined]
-            elif (
+            if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in _MOVES
@@ -530,6 +705,72 @@ def _managed_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef
             ):
                 names.add(node.func.value.attr)  # type: ignore[attr-defined]
     return names
+
+
+def _index_only(info: ClassInfo, name: str) -> bool:
+    """Every read of ``self.<name>`` is an index (``lprobs[:, self.name]``) or a
+    None test: CPU indices work on a tensor of any device, and indices built
+    from the configuration need no checkpoint."""
+    reads = 0
+    for method in info.methods.values():
+        for node in walk_scope(method):
+            if not (
+                isinstance(node, ast.Attribute)
+                and node.attr == name
+                and _is_self_attribute(node)
+                and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            reads += 1
+            up = parent(node)
+            if isinstance(up, ast.Tuple):
+                up = parent(up)
+            if isinstance(up, ast.Subscript) and up.value is not node:
+                continue  # the index of a subscript
+            if (
+                isinstance(up, ast.Compare)
+                and len(up.ops) == 1
+                and isinstance(up.ops[0], (ast.Is, ast.IsNot))
+            ):
+                continue
+            return False
+    return reads > 0
+
+
+def _recasts(value: ast.expr | None, name: str) -> bool:
+    """``self.<name>.to(...)`` / ``.type_as(...)`` / ``.cuda()`` (chained), or
+    ``[v.cuda() for v in self.<name>]``."""
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)) and len(value.generators) == 1:
+        loop = value.generators[0]
+        source = loop.iter
+        if (
+            isinstance(loop.target, ast.Name) and _is_self_attribute(source) and source.attr == name  # type: ignore[attr-defined]
+        ):
+            elt = value.elt
+            while isinstance(elt, ast.Call) and isinstance(elt.func, ast.Attribute):
+                if elt.func.attr not in _MOVES and elt.func.attr not in ("float", "half", "double"):
+                    return False
+                elt = elt.func.value
+            return isinstance(elt, ast.Name) and elt.id == loop.target.id and elt is not value.elt
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr not in _MOVES and value.func.attr not in ("float", "half", "double"):
+            return False
+        value = value.func.value
+        if _is_self_attribute(value) and value.attr == name:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _reassigned_later(
+    init: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt, name: str
+) -> bool:
+    """A later ``self.<name> = ...`` in ``__init__`` (``self.bins = self.bins.tolist()``)."""
+    for node in walk_scope(init):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno > stmt.lineno:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_is_self_attribute(t) and t.attr == name for t in targets):  # type: ignore[attr-defined]
+                return True
+    return False
 
 
 def _after_super_init(init: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt) -> bool:

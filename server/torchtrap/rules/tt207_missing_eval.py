@@ -60,7 +60,11 @@ class MissingEval(Rule):
     model's class holds `nn.Dropout*` or `nn.BatchNorm*` layers (or
     `F.dropout(..., training=self.training)`) and nothing calls `.eval()` or
     `.train(False)` on it: not in the function, and not in any caller in
-    this file that passes the model in.
+    this file that passes the model in. Only `.eval()` / `.train(False)`
+    (or `.train(mode)`, which may be False) manage the mode: a caller's
+    `model.train()` leaves it in training mode, and a caller that runs
+    optimizer steps (`fit()` calling `validate(net)` each epoch) does not
+    make the callee's `no_grad` pass anything but an evaluation.
 
     The model's class may be defined in another file of the project
     (`from models import Net`, `import models; models.Net()`, a relative
@@ -226,8 +230,8 @@ class MissingEval(Rule):
             passed_name = dotted_name(passed)
             if passed_name is None or self._mode_managed(site.caller, passed_name):
                 return []
-            if site.caller is not None and self._trains(site.caller):
-                return []
+            # A caller that runs optimizer steps (`fit()` calling `validate(net)`
+            # each epoch) proves nothing: the callee's no_grad pass is an evaluation.
             found.extend(
                 self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
             )
@@ -325,7 +329,8 @@ class MissingEval(Rule):
                     continue
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in MODE_METHODS:
-                    names.add(_dotted_prefix(func.value))
+                    if _sets_eval(node):
+                        names.add(_dotted_prefix(func.value))
                     continue
                 if self._mode_helper(func):
                     for arg in (*node.args, *(kw.value for kw in node.keywords)):
@@ -703,8 +708,71 @@ class MissingEval(Rule):
             """,
             note="inside a training step (Lightning's parity test)",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def validate(net, x):
+                with torch.no_grad():
+                    return net(x)
+
+            def fit(x, y, epochs, mode):
+                net = Net()
+                optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+                for _ in range(epochs):
+                    net.train()
+                    loss = (net(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                    net.train(mode)
+                    validate(net, x)
+            """,
+            note="`train(mode)` may be `train(False)`: the caller manages the mode",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.fc(self.drop(x))
+
+            def validate(net, x):
+                with torch.no_grad():
+                    return net(x)
+
+            def fit(x, y, epochs):
+                net = Net()
+                optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+                for _ in range(epochs):
+                    net.train()
+                    loss = (net(x) - y).pow(2).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    validate(net, x)
+            """,
+            line=16,
+            note="the caller's `train()` and optimizer steps leave the model in training mode",
+        ),
         Invalid(
             """
             import torch
@@ -859,6 +927,19 @@ def _dotted_prefix(expr: ast.AST) -> str:
     while isinstance(expr, (ast.Subscript, ast.Call)):
         expr = expr.func if isinstance(expr, ast.Call) else expr.value
     return dotted_name(expr) or ""
+
+
+def _sets_eval(call: ast.Call) -> bool:
+    """``m.eval()``, ``m.train(False)``, or ``m.train(mode)`` (maybe False).
+    ``m.train()`` / ``m.train(True)`` put the model in training mode: a
+    ``no_grad`` evaluation after it runs Dropout and BatchNorm as in training."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr == "eval":
+        return True
+    given = call.args[0] if call.args else next((k.value for k in call.keywords), None)
+    if given is None:
+        return False
+    return not (isinstance(given, ast.Constant) and given.value is True)
 
 
 def _same_model(receiver: str, name: str) -> bool:

@@ -25,9 +25,11 @@ class IteratorNextMethod(Rule):
 
     Silent under a version check (`if sys.version_info[0] == 2:`) and in a
     `try:` whose handler catches AttributeError (Python 2 compatibility code).
-    Silent on receivers that are not evidently DataLoader iterators: a custom
-    prefetcher class that defines its own `next` method, an iterator over a list,
-    a parameter nobody in the file calls with a DataLoader.
+    Python 3's builtin iterators have no `.next()` either, so `.next()` on any
+    `iter(x)` result is flagged too, as a warning (what `x` is, is not known),
+    unless a class of the project defines a `next` method (a custom prefetcher
+    whose `__iter__` returns itself) or `x` is an object built by another
+    library (its iterator is unknown).
 
     ## Why is this bad?
     `.next()` is the Python 2 iterator protocol. Python 3 iterators only have
@@ -75,8 +77,14 @@ class IteratorNextMethod(Rule):
                 continue  # Python 2 branch, or a fallback for the AttributeError
             loaders = self.ctx.values.loaders
             evidence = loaders.iterator(func.value, call)
+            severity = None
             if evidence is None:
-                continue
+                # No builtin Python 3 iterator has `.next()`: what `iter(x)` gave
+                # has one only if some class of the project defines it.
+                evidence = loaders.iter_result(func.value, call)
+                if evidence is None or self._project_defines_next():
+                    continue
+                severity = Severity.WARNING  # what `x` is, is not known
             receiver = self.ctx.source.segment(self.ctx.range(func.value))
             # Two mentions of a long receiver would push the message past 120 characters.
             shown = receiver if len(receiver) <= 16 and "\n" not in receiver else "it"
@@ -87,13 +95,36 @@ class IteratorNextMethod(Rule):
                 self.ctx.related(d.node, "the DataLoader this iterates over")
                 for d in evidence.calls[:3]
             ]
+            what = "DataLoader iterators" if evidence.calls else "Python 3 iterators"
             yield self.finding(
                 call,
-                f"`{shown}.next()` raises AttributeError: DataLoader iterators have no `.next()`; "
+                f"`{shown}.next()` raises AttributeError: {what} have no `.next()`; "
                 f"use `next({shown})`",
                 fixes=fixes,
                 related=related,
+                severity=severity,
             )
+
+    def _project_defines_next(self) -> bool:
+        """A class of this file or of the project defines a ``next`` method: an
+        ``__iter__`` may return one of its instances."""
+        found = getattr(self, "_defines_next", None)
+        if found is None:
+            found = any(
+                isinstance(n, ast.ClassDef)
+                and any(
+                    isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "next"
+                    for m in n.body
+                )
+                for n in self.ctx.facts.index.of(ast.ClassDef)
+            )
+            project = self.ctx.project
+            if not found and project is not None:
+                found = any(
+                    "next" in c.methods for summary in project for c in summary.classes.values()
+                )
+            self._defines_next = found
+        return found
 
     def _fix(self, call: ast.Call, receiver: str, shown: str) -> Fix:
         source = self.ctx.source
@@ -140,13 +171,31 @@ class IteratorNextMethod(Rule):
         ),
         Valid(
             """
+            class Batches:
+                def __init__(self, items):
+                    self.items = list(items)
+
+                def __iter__(self):
+                    return self
+
+                def next(self):
+                    return self.items.pop()
+
             def consume(loader, items):
                 it = iter(loader)
-                first = it.next()
-                other = iter(items).next()
-                return first, other
+                return it.next()
             """,
-            note="unknown receivers: a parameter nobody in the file calls, a list",
+            note="a class of the project defines `next()`: `loader` may be one",
+        ),
+        Valid(
+            """
+            import mxnet as mx
+
+            def consume(data):
+                it = iter(mx.io.NDArrayIter(data, batch_size=4))
+                return it.next()
+            """,
+            note="an iterator of another library's object: unknown",
         ),
         Valid(
             """
@@ -199,6 +248,19 @@ class IteratorNextMethod(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            def consume(loader, items):
+                it = iter(loader)
+                first = it.next()
+                other = iter(items).next()
+                return first, other
+            """,
+            line=4,
+            severity=Severity.WARNING,
+            message_contains="Python 3 iterators have no `.next()`",
+            note="whatever `loader` is, no class of the project defines `next()`",
+        ),
         Invalid(
             """
             import time

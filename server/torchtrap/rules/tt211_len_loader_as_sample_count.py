@@ -6,7 +6,7 @@ import ast
 from collections.abc import Callable, Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk, walk_scope
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix, RelatedLocation
@@ -37,7 +37,10 @@ class LenLoaderAsSampleCount(Rule):
     (`reduction="sum"`, `size_average=False`), or a batch mean times the batch
     size (`loss.item() * x.size(0)`). The DataLoader is one created in the same
     file, a name, attribute, dict or list item (`dataloaders[phase]`) or
-    parameter bound to one there (see TT208).
+    parameter bound to one there (see TT208), or any iterable whose loop takes
+    its items' batch size as a count (`seen += x.size(0)`, `x.shape[0]`,
+    `len(x)`): its items are batches, so `len()` counts batches whatever it is
+    (no fix then: `.dataset` may not exist).
 
     Silent when every visible DataLoader has `batch_size=1` (the default) or
     `batch_size=None` (no batching): then `len(loader) == len(loader.dataset)`
@@ -111,6 +114,10 @@ class LenLoaderAsSampleCount(Rule):
             if terms is None:
                 continue
             evidence = loaders.dataloader(call.args[0], call)
+            if evidence is None and _yields_batches(call.args[0], terms):
+                # The loop counts its items with `x.size(0)`: whatever the
+                # iterable is, its items are batches and len() counts them.
+                evidence = LoaderEvidence(())
             if evidence is None or (
                 evidence.calls and not any(_batches(d) for d in evidence.calls)
             ):
@@ -237,6 +244,7 @@ class LenLoaderAsSampleCount(Rule):
         ]
         safe = bool(evidence.calls) and not partial
         message = _message(shown, core, bool(partial))
+        batches_only = not evidence.calls and not evidence.annotated
         if len(message) > 120:
             message = _message("loader", "it", bool(partial))
         end = source.node_range(loader).end
@@ -248,6 +256,7 @@ class LenLoaderAsSampleCount(Rule):
             Applicability.SAFE if safe else Applicability.UNSAFE,
             build=lambda: [edits.insert_at(end, ".dataset")],
         )
+        fixes = [] if batches_only else [fix]  # `.dataset` only exists on a DataLoader
         related: list[RelatedLocation] = [
             self.ctx.related(term, f"`{core}` adds a per-sample quantity here")
             for term in terms[:2]
@@ -256,7 +265,7 @@ class LenLoaderAsSampleCount(Rule):
             self.ctx.related(d.node, "the DataLoader: len() of it is the number of batches")
             for d in evidence.calls[:2]
         ]
-        return self.finding(call, message, fixes=[fix], related=related)
+        return self.finding(call, message, fixes=fixes, related=related)
 
     valid = (
         Valid(
@@ -351,8 +360,33 @@ class LenLoaderAsSampleCount(Rule):
             """,
             note="batch_size 1 (the default) or None: len(loader) counts samples",
         ),
+        Valid(
+            """
+            def evaluate(model, samples):
+                correct = 0
+                for x, y in samples:
+                    correct += (model(x).argmax() == y).sum().item()
+                    print(x.size(0))
+                return correct / len(samples)
+            """,
+            note="an unknown iterable whose item size is not taken as a count",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            def evaluate(model, batches):
+                correct = 0
+                seen = 0
+                for x, y in batches:
+                    correct += (model(x).argmax(1) == y).sum().item()
+                    seen += x.size(0)
+                return correct / len(batches)
+            """,
+            line=8,
+            message_contains="counts batches, not samples",
+            note="whatever `batches` is, its items have a batch size: len() counts batches",
+        ),
         Invalid(
             """
             import torch
@@ -613,6 +647,61 @@ def _batch_size(value: ast.expr) -> bool:
             and not base.args
         )
     return False
+
+
+def _yields_batches(iterable: ast.expr, terms: list[ast.AST]) -> bool:
+    """A loop over ``iterable`` (also through ``enumerate``/``tqdm``) around
+    an accumulation, whose body takes the batch size of one of its items
+    (``x.size(0)``, ``x.shape[0]``, ``len(x)``) as a count."""
+    wanted = dotted_name(iterable)  # (not ast.dump: its recursive closure is cyclic garbage)
+    if wanted is None:
+        return False
+    for term in terms:
+        for loop in ancestors(term):
+            if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                break
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            source = loop.iter
+            while (
+                isinstance(source, ast.Call)
+                and isinstance(source.func, ast.Name)
+                and source.func.id in ("enumerate", "tqdm", "iter")
+                and source.args
+            ):
+                source = source.args[0]
+            if dotted_name(source) != wanted:
+                continue
+            items = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
+            for stmt in loop.body:
+                for node in walk(stmt):
+                    # A count: `total += x.size(0)`, `loss.item() * x.size(0)`.
+                    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+                        counted = [_strip(node.value, _CONVERSIONS)]
+                    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                        counted = [node.left, node.right]
+                    else:
+                        continue
+                    for value in counted:
+                        base = _sized(value) if _batch_size(value) else None
+                        if isinstance(base, ast.Name) and base.id in items:
+                            return True
+    return False
+
+
+def _sized(node: ast.expr) -> ast.expr | None:
+    """``x`` of ``x.size(0)``, ``x.shape[0]``, ``x.size()[0]``, ``len(x)``."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            return node.func.value
+        return node.args[0] if node.args else None
+    if isinstance(node, ast.Subscript):
+        base = node.value
+        if isinstance(base, ast.Attribute):
+            return base.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
+            return base.func.value
+    return None
 
 
 def _is_zero(node: ast.AST) -> bool:

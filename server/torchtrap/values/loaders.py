@@ -67,7 +67,7 @@ class Loaders:
         self._calls = {id(d.node): d for d in facts.dataloaders}
         # Answers by (expression, place, question); None while being worked
         # out, so a cycle (a recursive function's parameter) ends as unknown.
-        self._memo: dict[tuple[int, int, bool], LoaderEvidence | None] = {}
+        self._memo: dict[tuple[int, int, str], LoaderEvidence | None] = {}
 
     # -- DataLoaders --------------------------------------------------------------
     def dataloader(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
@@ -136,6 +136,35 @@ class Loaders:
         (``iter(loader)``, ``loader.__iter__()``, a name bound to one)."""
         return self._resolve(expr, at, depth, self._iterator_value, self.iterator)
 
+    def iter_result(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
+        """Evidence that ``expr`` is what ``iter(x)`` or ``x.__iter__()``
+        returned, whatever ``x`` is: the DataLoader calls among the ``x``
+        (none when unknown), None when some binding is something else."""
+        return self._resolve(expr, at, depth, self._iter_result_value, self.iter_result)
+
+    def _iter_result_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        if not isinstance(value, ast.Call) or value.keywords:
+            return None
+        func = value.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "iter"
+            and len(value.args) == 1
+            and not self._shadowed("iter", value)
+        ):
+            return self._iterated(value.args[0], value, depth)
+        if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
+            return self._iterated(func.value, value, depth)
+        return None
+
+    def _iterated(self, source: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        found = self.dataloader(source, at, depth + 1)
+        if found is not None:
+            return found
+        if isinstance(source, ast.Call) and self.imports.qualname(source.func) is not None:
+            return None  # an object of another library: its iterator is unknown
+        return _NONE
+
     def _iterator_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
         if not isinstance(value, ast.Call) or value.keywords:
             return None
@@ -157,7 +186,7 @@ class Loaders:
     ) -> LoaderEvidence | None:
         if depth > _MAX_DEPTH:
             return None
-        key = (id(expr), id(at), recurse == self.dataloader)
+        key = (id(expr), id(at), getattr(recurse, "__name__", ""))
         if key in self._memo:
             return self._memo[key]
         self._memo[key] = None

@@ -48,6 +48,21 @@ def remote_fact(loader: DataLoaderCall, project: Project) -> tuple[str, str | No
     return remote[0], None
 
 
+def _may_name(project: Project, where: str, ref: str, class_path: str) -> bool:
+    """Code in the file ``where`` may build an instance of the class ``ref``
+    itself: it is the class's file, or imports the class or its module (or
+    everything, with ``*``). A DataLoader with workers in a file that names
+    neither gets its dataset from elsewhere (a top-level ``import pkg`` is
+    mostly for ``pkg.__version__``)."""
+    if where == class_path:
+        return True
+    summary = project.summary(where)
+    if summary is None or summary.star_imports:
+        return True
+    module = ref.rpartition(".")[0]
+    return any(target in (ref, module) for target in summary.imports.values())
+
+
 def project_uses(
     project: Project | None, path: str, class_name: str, overridden: tuple[str, ...] = ()
 ) -> list[LoaderUse]:
@@ -72,7 +87,9 @@ def project_uses(
     if not found:
         return []
     if all(u.fact.workers == Workers.NONE.value for u in found) and any(
-        u.fact.dataset is None and u.fact.workers != Workers.NONE.value
+        u.fact.dataset is None
+        and u.fact.workers != Workers.NONE.value
+        and _may_name(project, u.path, ref, path)
         for u in project.dataloaders()
     ):
         return []
