@@ -55,6 +55,14 @@ def _fixed_copy(tmp_path: Path, example: str, *, unsafe: bool) -> Path:
 
 EXAMPLES_TABLE = [
     pytest.param(
+        "tt212_functional_dropout.py",
+        "TT212",
+        False,
+        "        h = F.dropout(h, 0.5)",
+        "        h = F.dropout(h, 0.5, training=self.training)",
+        id="TT212",
+    ),
+    pytest.param(
         "tt219_unsafe_torch_load.py",
         "TT219",
         True,
@@ -95,3 +103,12 @@ def test_tt219_marker_written_then_refused(tmp_path: Path) -> None:
     assert "marker file written by the checkpoint: False" in after
     assert re.search(r"^refused: .*Weights only load failed", after, re.M), after
     assert "a plain state_dict still loads: ['bias', 'weight']" in after
+
+
+def test_tt212_two_eval_passes_differ_then_agree(tmp_path: Path) -> None:
+    _, before = _output(EXAMPLES / "tt212_functional_dropout.py")
+    assert "predictions that changed: 15 of 32" in before
+    assert "largest difference between two eval-mode passes: 0.0000" not in before
+    _, after = _output(_fixed_copy(tmp_path, "tt212_functional_dropout.py", unsafe=False))
+    assert "largest difference between two eval-mode passes: 0.0000" in after
+    assert "predictions that changed: 0 of 32" in after
