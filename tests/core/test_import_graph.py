@@ -119,3 +119,24 @@ def test_analysis_never_imports_a_front_end() -> None:
         if name.startswith(("torchtrap.rules", "torchtrap.facts", "torchtrap.fixes")):
             bad = [t for t in targets if t.startswith(front_ends)]
             assert bad == [], f"{name} imports front ends {bad}"
+
+
+def test_facts_never_import_the_project_nor_the_value_layer() -> None:
+    """facts/ (one module's syntax) sits below project/ (summaries, imports
+    between files) and values/ (what an expression holds, over both):
+    type-only imports included, so neither package leans on the other."""
+    for file in (PACKAGE / "facts").rglob("*.py"):
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(
+                    ("torchtrap.project", "torchtrap.values", "torchtrap.rules")
+                ), f"{file.name} imports {node.module}"
+
+
+def test_the_project_never_imports_the_value_layer() -> None:
+    graph = import_graph()
+    for name, targets in graph.items():
+        if name.startswith("torchtrap.project"):
+            bad = [t for t in targets if t.startswith("torchtrap.values")]
+            assert bad == [], f"{name} imports {bad}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
@@ -29,7 +29,19 @@ from torchtrap.facts.tensors import Kind, TensorFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
-    from torchtrap.project.index import Project
+
+
+class _Summary(Protocol):
+    @property
+    def pins_fork(self) -> bool: ...
+
+
+class _Summaries(Protocol):
+    """What :func:`fork_only` reads of a project (``torchtrap.project.Project``;
+    facts never import the project)."""
+
+    def summary(self, path: str) -> _Summary | None: ...
+
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -223,7 +235,9 @@ def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> Data
     return None
 
 
-def fork_only(loader: DataLoaderCall, facts: ModuleFacts, project: Project | None = None) -> bool:
+def fork_only(
+    loader: DataLoaderCall, facts: ModuleFacts, project: _Summaries | None = None
+) -> bool:
     """The DataLoader pins the ``fork`` start method or one only known at run
     time (``multiprocessing_context=ctx``), or the module calls
     ``set_start_method("fork")``. For a DataLoader in another file

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
-SUMMARY_VERSION = 2
+# 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
+# call sites keep their untracked arguments as "unknown" where results are kept
+SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -64,6 +66,9 @@ _SEEDS_WORKERS = ("seed_everything",)
 # Call sites whose arguments are call results are kept for modules that
 # mention these (a cost gate: walking every call of every module is not free).
 _RESULT_WORDS = ("igmoid", "oftmax", "loss")
+# The kind of an argument a summary does not track (kept where ``results``:
+# a parameter's callers may disagree).
+UNTRACKED = "unknown"
 # References that are never project code.
 _FOREIGN = ("torch.", "numpy.", "math.", "builtins.", "os.", "sys.", "typing.")
 
@@ -156,7 +161,8 @@ class ArgFact:
     one), "dataloader:collate" (one with a collate_fn or **kwargs),
     "sigmoid"/"softmax" (visibly one), "call:<ref>" (the result of calling
     a project-looking name: ``loss(model(x), y)``; kept only in modules
-    that mention sigmoid, softmax or loss)."""
+    that mention sigmoid, softmax or loss), "unknown" (any other argument,
+    in those modules: the call site's other callers' view; ``text`` empty)."""
 
     index: int | None
     keyword: str | None
@@ -390,9 +396,7 @@ class _Summarizer:
         output = None
         forward = methods.get("forward")
         if forward is not None:
-            returns = [
-                r.value for r in _statements(forward.body) if isinstance(r, ast.Return) and r.value
-            ]
+            returns = [r for r in _return_values(forward) if r is not None]
             kinds = {_probability_kind(r, imports, by_attr, last_of_sequential) for r in returns}
             if len(kinds) == 1:
                 output = kinds.pop()
@@ -470,21 +474,37 @@ class _Summarizer:
             if id(call) in loaders:
                 continue
             args: list[ArgFact] = []
+            untracked: list[ArgFact] = []
             for i, arg in enumerate(call.args):
                 kind = self._arg_kind(arg, names, loaders, imports, results)
                 if kind:
                     args.append(ArgFact(i, None, kind, ast.unparse(arg), self.span(arg)))
+                elif results and not isinstance(arg, ast.Starred):
+                    untracked.append(ArgFact(i, None, UNTRACKED, "", _def_span(arg)))
             for kw in call.keywords:
                 kind = (
                     self._arg_kind(kw.value, names, loaders, imports, results) if kw.arg else None
                 )
                 if kind:
                     args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
-            if not args:
+                elif results and kw.arg:
+                    untracked.append(ArgFact(None, kw.arg, UNTRACKED, "", _def_span(kw.value)))
+            if not args and not untracked:
                 continue
             callee = self.ref(call.func)
-            if callee is not None:
-                sites.append(CallSite(callee, self.span(call), tuple(args)))
+            if callee is None or (not args and callee.startswith(_FOREIGN)):
+                continue
+            # With ``results``, the other arguments too: a parameter's callers
+            # may disagree (one passes a sigmoid, another an unknown value).
+            sites.append(
+                CallSite(
+                    callee,
+                    self.span(call),
+                    tuple(
+                        sorted([*args, *untracked], key=lambda a: (a.index is None, a.index or 0))
+                    ),
+                )
+            )
         self.s.call_sites = tuple(sites)
 
     def _arg_kind(
@@ -564,7 +584,7 @@ def _probability_kind(
     return None
 
 
-def _def_span(node: ast.stmt) -> Span:
+def _def_span(node: ast.stmt | ast.expr) -> Span:
     """A class's or function's span without the code-point conversion:
     only its lines are ever shown, and a ``def`` starts at its indentation."""
     return Span(
@@ -595,8 +615,45 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         stack.extend(reversed(inner))
 
 
+def _return_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
+    """What each ``return`` gives, through a local name assigned once in
+    the function (``out = self.net(x); return out``); a name assigned more
+    than once, or bound otherwise (a loop, ``with``), stays the name."""
+    assigned: dict[str, list[ast.expr | None]] = {}
+    returns: list[ast.expr | None] = []
+    for stmt in _statements(fn.body):
+        if isinstance(stmt, ast.Return):
+            returns.append(stmt.value)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    value = None if isinstance(stmt, ast.AugAssign) else stmt.value
+                    assigned.setdefault(target.id, []).append(value)
+                else:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            assigned.setdefault(node.id, []).append(None)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            bound = (
+                [stmt.target]
+                if isinstance(stmt, (ast.For, ast.AsyncFor))
+                else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+            )
+            for target in bound:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        assigned.setdefault(node.id, []).append(None)
+    out: list[ast.expr | None] = []
+    for value in returns:
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        out.append(value)
+    return out
+
+
 def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
-    values = [n.value for n in _statements(fn.body) if isinstance(n, ast.Return)]
+    values = _return_values(fn)
     if not values or any(v is None for v in values):
         return None
     kinds = {_probability_kind(v, imports) for v in values if v is not None}

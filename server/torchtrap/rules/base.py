@@ -27,6 +27,7 @@ from torchtrap.facts.remote import REMOTE_ATTR, same_file
 from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity
 from torchtrap.project.index import PENDING, NeedsProject, Project, _Pending
 from torchtrap.source import SourceText
+from torchtrap.values import Values
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ class Context:
         self._project = project
         self._own_added = False  # this file's summary was added to the project
         self._torch_version: tuple[int, ...] | None | bool = False
+        self._values: Values | None = None
+
+    @property
+    def values(self) -> Values:
+        """What an expression holds (:mod:`torchtrap.values`): ``ctx.values.of(expr)``."""
+        if self._values is None:
+            self._values = Values(self)
+        return self._values
 
     @property
     def project(self) -> Project | None:

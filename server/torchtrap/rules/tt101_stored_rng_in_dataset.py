@@ -26,11 +26,12 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import enclosing_function, parent, walk
-from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
+from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.findings import Edit, Finding, Fix, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_fact, remote_uses
 
 
 class Kind(enum.Enum):

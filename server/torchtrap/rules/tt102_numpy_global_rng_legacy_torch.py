@@ -19,12 +19,13 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import walk
-from torchtrap.facts.remote import is_remote, remote_fact, remote_uses, with_location
+from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import WorkerInitPlan, plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_fact, remote_uses
 
 FIXED_IN = (1, 9)  # "Add Numpy seeding to worker of DataLoader (#56488)"
 

@@ -20,7 +20,7 @@ from torchtrap.facts.datasets import (
     self_stores,
 )
 from torchtrap.facts.index import enclosing_function, enclosing_statement, parent, walk
-from torchtrap.facts.remote import is_remote, remote_uses, with_location
+from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -34,6 +34,7 @@ from torchtrap.findings import (
 from torchtrap.fixes.edits import replace
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_uses
 
 
 class Cuda(enum.IntEnum):

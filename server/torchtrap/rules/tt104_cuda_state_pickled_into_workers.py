@@ -18,13 +18,14 @@ from torchtrap.facts.datasets import (
     self_stores,
 )
 from torchtrap.facts.index import ancestors, enclosing_function, walk
-from torchtrap.facts.remote import is_remote, remote_uses, with_location
+from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_uses
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -17,12 +17,13 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import walk
-from torchtrap.facts.remote import remote_uses, with_location
+from torchtrap.facts.remote import with_location
 from torchtrap.facts.workers import SHARDING_WORDS, stream_sources
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.structural import can_replace_statements, replace_statements
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_uses
 
 MEASURED = (
     "measured: 10 items, 2 workers, batch_size=4 gave 6 batches, every item twice, no warning"

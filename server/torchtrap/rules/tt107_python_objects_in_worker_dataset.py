@@ -7,12 +7,13 @@ from collections.abc import Iterable
 
 from torchtrap.facts.datasets import Exposure, dataset_facts, judge, located_phrase, self_stores
 from torchtrap.facts.index import walk
-from torchtrap.facts.remote import remote_uses, with_location
+from torchtrap.facts.remote import with_location
 from torchtrap.facts.workers import indexed_by_item, python_container
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.edits import replace
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import remote_uses
 
 MEASURED = (
     "measured: 500,000 dicts from json.load (134 MB of objects), 2 workers, one shuffled "

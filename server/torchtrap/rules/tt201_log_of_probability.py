@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 
-from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import enclosing_function, parent
-from torchtrap.facts.remote import remote_node, remote_where
-from torchtrap.facts.tensors import TensorFacts, words
+from torchtrap.facts.remote import remote_where
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -21,8 +17,8 @@ from torchtrap.findings import (
     unsafe_title,
 )
 from torchtrap.fixes import edits
-from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Probability
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
 # 1e-4 is nonzero in float16, bfloat16 and float32, its log is finite, and the
@@ -39,38 +35,8 @@ SOFTMAX_FUNCTIONS = {
     "torch.nn.functional.softmax": "torch.nn.functional.log_softmax",
     "torch.special.softmax": "torch.special.log_softmax",
 }
-SIGMOID_FUNCTIONS = frozenset(
-    {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}
-)
-SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.Softmax2d"})
-SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid"})
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
-# Operations that keep a zero probability zero (selection, layout, casts).
-KEEP_ZERO_METHODS = words(
-    """
-    gather index_select masked_select select narrow take_along_dim view reshape squeeze
-    unsqueeze flatten transpose t permute contiguous float double half to detach clone cpu cuda
-    """
-)
-KEEP_ZERO_FUNCTIONS = frozenset(
-    f"torch.{name}"
-    for name in ("gather", "index_select", "masked_select", "select", "narrow", "take_along_dim")
-    + ("squeeze", "unsqueeze", "flatten", "transpose", "permute", "reshape")
-)
 _ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
-_MAX_DEPTH = 5
-# Qualified names that are never project code (no need to ask the project).
-FOREIGN = ("torch.", "numpy.", "math.", "scipy.", "jax.", "tensorflow.", "builtins.")
-
-
-@dataclass(frozen=True)
-class Probability:
-    kind: str  # "softmax" or "sigmoid"
-    call: ast.Call  # where the probabilities are computed
-    direct: bool  # the log's argument is exactly ``call`` (or ``1 - call``)
-    complement: bool  # 1 - p
-    module: bool  # computed by an nn.Softmax / nn.Sigmoid instance
-    via: str | None = None  # the local name it went through
 
 
 class LogOfProbability(Rule):
@@ -133,16 +99,14 @@ class LogOfProbability(Rule):
         "NaN through log(softmax); `cross_entropy` gives 120.0."
     )
     requires_text = ("log",)
-    tensors: TensorFacts
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = TensorFacts(self.ctx.facts)
         for call in self.ctx.facts.index.of(ast.Call):
             found = self._log_argument(call)
             if found is None:
                 continue
             arg, base, method_form = found
-            prob = self._probability(arg, call, 0)
+            prob = self.ctx.values.of(arg, call).bare_probability()
             if prob is None:
                 continue
             yield self._finding(call, arg, base, method_form, prob)
@@ -170,188 +134,32 @@ class LogOfProbability(Rule):
             return func.value, base, True
         return None
 
-    def _probability(self, expr: ast.expr, at: ast.AST, depth: int) -> Probability | None:
-        if depth > _MAX_DEPTH:
-            return None
-        if isinstance(expr, ast.Call):
-            return self._probability_call(expr, at, depth)
-        if isinstance(expr, ast.Subscript):
-            inner = self._probability(expr.value, at, depth + 1)
-            return replace(inner, direct=False) if inner else None
-        if (
-            isinstance(expr, ast.BinOp)
-            and isinstance(expr.op, ast.Sub)
-            and isinstance(expr.left, ast.Constant)
-            and type(expr.left.value) in (int, float)
-            and expr.left.value == 1
-        ):
-            inner = self._probability(expr.right, at, depth + 1)
-            if inner is None or inner.complement:
-                return None
-            return replace(inner, complement=True)
-        if isinstance(expr, ast.Name):
-            reach = self.tensors.reaching(expr.id, at)
-            if reach is not None and not reach.mutated and len(reach.bindings) == 1:
-                fn = reach.bindings[0].stmt
-                if (
-                    isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and parent(fn) is self.ctx.tree
-                ):
-                    return self._parameter_probability(expr, at)  # a parameter
-            if reach is None or not reach.complete or reach.mutated:
-                return None
-            found = [
-                self._probability(b.value, b.stmt, depth + 1) if b.value is not None else None
-                for b in reach.bindings
-            ]
-            if not found or any(p is None for p in found):
-                return None
-            latest = found[0]
-            assert latest is not None
-            return replace(latest, direct=False, via=expr.id)
-        return None
-
-    def _probability_call(self, call: ast.Call, at: ast.AST, depth: int) -> Probability | None:
-        func = call.func
-        qualname = self.ctx.facts.imports.qualname(func)
-        if qualname in SOFTMAX_FUNCTIONS:
-            return Probability("softmax", call, True, False, False)
-        if qualname in SIGMOID_FUNCTIONS:
-            return Probability("sigmoid", call, True, False, False)
-        if qualname in KEEP_ZERO_FUNCTIONS and call.args:
-            inner = self._probability(call.args[0], at, depth + 1)
-            return replace(inner, direct=False) if inner else None
-        if qualname is not None:
-            return self._project_result(func, call)
-        if isinstance(func, ast.Attribute):
-            if func.attr == "softmax":
-                return Probability("softmax", call, True, False, False)
-            if func.attr == "sigmoid" and not call.args and not call.keywords:
-                return Probability("sigmoid", call, True, False, False)
-            if func.attr in KEEP_ZERO_METHODS:
-                inner = self._probability(func.value, at, depth + 1)
-                return replace(inner, direct=False) if inner else None
-        kind = self._module_kind(func, at)
-        if kind is not None:
-            return Probability(kind, call, False, False, True)
-        if isinstance(func, ast.Name) and func.id in self._module_names():
-            return self._project_result(func, call)
-        return None
-
-    # -- evidence from other files (ctx.project) --------------------------------
-    def _module_names(self) -> set[str]:
-        """Names this module defines at top level (functions, classes, assignments)."""
-        names: set[str] | None = self.__dict__.get("_names")
-        if names is None:
-            names = set()
-            for stmt in self.ctx.tree.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names.add(stmt.name)
-                elif isinstance(stmt, ast.Assign):
-                    names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-            self.__dict__["_names"] = names
-        return names
-
-    def _project_result(self, func: ast.expr, call: ast.Call) -> Probability | None:
-        """A project function (or module instance) whose result is a
-        sigmoid/softmax: ``torch.log(probs(x))`` with ``probs`` in utils.py."""
-        qualname = self.ctx.facts.imports.qualname(func)
-        if qualname is not None and qualname.startswith(FOREIGN):
-            return None
-        dotted = dotted_name(func)
-        project = self.ctx.project if dotted is not None else None
-        ref = project.ref(self.ctx.path, dotted) if project and dotted else None
-        if project is None or ref is None:
-            return None
-        kind = project.probability_of(ref)
-        if kind is None:
-            return None
-        found = project.definition(ref)
-        if found is None:
-            return Probability(kind, call, False, False, True)
-        path, span = found
-        origin = remote_node(path, span, location(path, span, project.root))
-        return Probability(kind, origin, False, False, True)
-
-    def _parameter_probability(self, name: ast.Name, at: ast.AST) -> Probability | None:
-        """A parameter of a module-level function that a call site in the
-        project passes a sigmoid/softmax: ``bce(torch.sigmoid(z), y)``."""
-        fn = enclosing_function(at)
-        if fn is None or parent(fn) is not self.ctx.tree:
-            return None
-        positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
-            return None
-        project = self.ctx.project
-        ref = project.ref(self.ctx.path, fn.name) if project is not None else None
-        if project is None or ref is None:
-            return None
-        index = positional.index(name.id) if name.id in positional else None
-        for arg in project.call_site_args(ref, index, keyword=name.id):
-            kind = project.arg_probability(arg)
-            if kind is not None:
-                node = remote_node(arg.path, arg.arg.span, arg.where(project.root))
-                return Probability(kind, node, False, False, True, via=name.id)
-        return None
-
-    def _module_kind(self, func: ast.expr, at: ast.AST) -> str | None:
-        """ "softmax"/"sigmoid" when ``func`` is an nn.Softmax / nn.Sigmoid
-        instance (or an nn.Sequential ending in one)."""
-        values = self.tensors.values_of(func, at)
-        if not values:
-            return None
-        kinds = {self._module_value_kind(value) for value, _ in values}
-        if len(kinds) == 1:
-            return kinds.pop()
-        return None
-
-    def _module_value_kind(self, value: ast.expr) -> str | None:
-        if not isinstance(value, ast.Call):
-            return None
-        qualname = self.ctx.facts.imports.qualname(value.func)
-        if qualname in SOFTMAX_MODULES:
-            return "softmax"
-        if qualname in SIGMOID_MODULES:
-            return "sigmoid"
-        if (qualname is not None and not qualname.startswith(FOREIGN)) or (
-            isinstance(value.func, ast.Name) and value.func.id in self.ctx.facts.classes.classes
-        ):
-            # A module class of the project whose forward ends in a sigmoid/softmax.
-            project = self.ctx.project
-            dotted = dotted_name(value.func)
-            ref = project.ref(self.ctx.path, dotted) if project and dotted else None
-            if project is not None and ref is not None:
-                return project.module_class_output(ref)
-        if qualname == "torch.nn.Sequential" and value.args:
-            last = value.args[-1]
-            if not isinstance(last, ast.Starred):
-                return self._module_value_kind(last)
-        return None
-
     # -- finding and fixes ----------------------------------------------------
     def _finding(
         self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
     ) -> Finding:
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
-        what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} output"
+        noun = "probability" if prob.kind == "normalised" else "output"
+        what = f"1 - {prob.kind}" if prob.complement else f"a {prob.kind} {noun}"
         line_refs = []
-        where = remote_where(prob.call, self.ctx.path)
-        if where is not None and prob.via is not None:
+        where = remote_where(prob.origin, self.ctx.path)
+        if where is not None and prob.passed and prob.via is not None:
             what += f" passed at {where} (via `{prob.via}`)"
         elif where is not None:
             what += f" ({where})"
         elif prob.via is not None:
-            what += f" from {line_text(prob.call.lineno)} (via `{prob.via}`)"
-            line_refs.append(prob.call.lineno)
+            what += f" from {line_text(prob.origin.lineno)} (via `{prob.via}`)"
+            line_refs.append(prob.origin.lineno)
         fix = self._rewrite_fix(call, arg, base, method_form, prob)
         if fix is None:
             fix = self._clamp_fix(call, arg, method_form)
         message = f"{log_text} of {what}: {self._consequence(prob)}"
         related = []
+        made = "normalisation" if prob.kind == "normalised" else prob.kind
         if where is not None:
-            related.append(self.ctx.related(prob.call, f"the {prob.kind} comes from here"))
-        elif not prob.direct and prob.call.lineno != call.lineno:
-            related.append(self.ctx.related(prob.call, f"the {prob.kind} is computed here"))
+            related.append(self.ctx.related(prob.origin, f"the {made} comes from here"))
+        elif not prob.direct and prob.origin.lineno != call.lineno:
+            related.append(self.ctx.related(prob.origin, f"the {made} is computed here"))
         if prob.kind == "softmax" and not prob.complement:
             related.append(self.ctx.related(call, SOFTMAX_MEASURED))
         return self.finding(call, message, fixes=[fix], related=related, line_refs=line_refs)
@@ -370,10 +178,10 @@ class LogOfProbability(Rule):
     def _rewrite_fix(
         self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: Probability
     ) -> Fix | None:
-        if not prob.direct or prob.module or base != "log":
+        if not prob.direct or prob.module or base != "log" or not isinstance(prob.origin, ast.Call):
             return None
         if prob.kind == "softmax" and not prob.complement:
-            return self._log_softmax_fix(call, arg, method_form, prob.call)
+            return self._log_softmax_fix(call, arg, method_form, prob.origin)
         if prob.kind == "sigmoid":
             return self._logsigmoid_fix(call, prob)
         return None
@@ -416,7 +224,9 @@ class LogOfProbability(Rule):
         )
 
     def _logsigmoid_fix(self, call: ast.Call, prob: Probability) -> Fix | None:
-        sigmoid = prob.call
+        sigmoid = prob.origin
+        if not isinstance(sigmoid, ast.Call):
+            return None
         if (
             isinstance(sigmoid.func, ast.Attribute)
             and self.ctx.facts.imports.qualname(sigmoid.func) is None
@@ -723,8 +533,116 @@ class LogOfProbability(Rule):
             """,
             note="distributions, sums of probabilities",
         ),
+        Valid(
+            """
+            import torch
+
+            def nll(p, y):
+                return -(y * torch.log(p)).mean()
+
+            a = nll(torch.sigmoid(z), y)
+            b = nll(make_probs(z), y)
+            """,
+            note="callers disagree: one passes a sigmoid, one an unknown value (may: silent)",
+        ),
+        Valid(
+            """
+            import torch
+
+            def f(x, mask):
+                p = torch.softmax(x, 1)
+                scaled = p * mask
+                total = p.sum(1)
+                q = torch.cat([p, x], 1)
+                return torch.log(scaled), torch.log(total), torch.log(q)
+            """,
+            note="a product is not a probability until summed; sums over p are 1; "
+            "a cat with an unknown part",
+        ),
+        Valid(
+            """
+            import torch
+
+            def f(y, w):
+                a = torch.log(y / y.sum())
+                b = torch.log(y / w.sum(1, keepdim=True))
+                return a, b
+            """,
+            note="normalisation needs the same tensor over its own keepdim sum",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class FocalLoss(nn.Module):
+                def __init__(self, class_num):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=1)
+
+                def forward(self, pred, class_mask):
+                    prob = self.softmax(pred)
+                    prob.clamp(min=0.0001, max=1.0)
+                    probs = (prob * class_mask).sum(1).view(-1, 1)
+                    log_p = probs.log()
+                    return -log_p.mean()
+            """,
+            line=14,
+            note="seed 003: a one-hot product summed over classes is still a probability",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Disc(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+
+                def forward(self, img):
+                    validity = self.model(img)
+                    return validity
+
+            def boundary_loss(y_pred):
+                return torch.mean((torch.log(y_pred) - torch.log(1 - y_pred)) ** 2)
+
+            disc = Disc()
+            loss = boundary_loss(disc(x))
+            """,
+            line=15,
+            message_contains="passed at line 18 (via `y_pred`)",
+            note="a module-level instance whose forward returns a local name",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def f(x, q):
+                sm = nn.Softmax(1).cuda()
+                p = sm(x)
+                pq = torch.cat((p, torch.softmax(q, 1)), 0)
+                return torch.log(pq)
+            """,
+            line=9,
+            note="nn.Softmax(1).cuda() keeps the module; cat of probabilities",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.distributions import Categorical
+
+            def f(z, y):
+                probs = Categorical(logits=z).probs
+                n = y / y.sum(1, keepdim=True)
+                return torch.log(probs) + torch.log(n)
+            """,
+            line=8,
+            note="Categorical(logits=z).probs; y / y.sum(1, keepdim=True)",
+        ),
         Invalid(
             """
             import torch

@@ -1,0 +1,43 @@
+"""The value layer: what an expression holds, for every rule.
+
+A rule asks ``self.ctx.values.of(expr)`` (optionally ``of(expr, at)``: the
+value as seen at another node) and gets a :class:`Value`:
+
+``value.kind``
+    :class:`Kind`: TENSOR, MODULE, DISTRIBUTION, CALLABLE, TUPLE, ... UNKNOWN.
+    UNKNOWN whenever there is no evidence (never a guess from a name).
+``value.certainty`` / ``value.definite``
+    :class:`Certainty`: DEFINITE when every path to the use gives it, MAY
+    when some do (one branch of an ``if``, some of the call sites).
+    A MAY value never makes an error-level finding alone: stay silent or
+    lower the severity and say ``value.assumed``.
+``value.probability``
+    A :class:`Probability` when the tensor holds probabilities: ``kind``
+    "softmax", "sigmoid" or "normalised"; ``origin`` (the node where it is
+    computed; another file's is a stand-in that ``ctx.related`` places
+    there); ``direct`` (the expression is that call), ``complement``
+    (``1 - p``), ``module`` (computed by a module instance or a project
+    function), ``guarded`` (clamped or moved off 0), ``scaled``
+    (multiplied: ``p * w``), ``via`` (the name it went through).
+    ``value.bare_probability()``: the probability when DEFINITE, unguarded
+    and unscaled (what a log turns into -inf).
+``value.log_probability``
+    The same for log-probabilities: "log_softmax", "logsigmoid".
+``value.output``
+    For a module instance or a project function: the value calling it gives
+    (``nn.Softmax(1).cuda()``'s output is a softmax probability).
+``value.elements`` / ``value.field(name)``
+    A tuple element-wise; a distribution's ``"probs"``.
+
+This API (``of``, ``probability``, ``log_probability``, ``bare_probability``,
+``certainty``) is stable: TT201 and TT213 build on it.
+
+Which operations keep, make or guard a property is one documented table:
+:mod:`torchtrap.values.tensor_ops`. How values flow inside a function and
+across functions and files: :mod:`torchtrap.values.evaluate`.
+"""
+
+from torchtrap.values.evaluate import Values
+from torchtrap.values.model import UNKNOWN, Certainty, Kind, Probability, Step, Value, join
+
+__all__ = ["UNKNOWN", "Certainty", "Kind", "Probability", "Step", "Value", "Values", "join"]

@@ -1,0 +1,501 @@
+"""``Values.of(expr)``: the abstract value an expression holds.
+
+Inside a function it follows assignments (the bindings that reach the use,
+:meth:`~torchtrap.facts.tensors.TensorFacts.reaching`), tuple unpacking,
+``if``/``else`` (a value one branch gives is MAY), walrus, conditional
+expressions, ``self.x`` assigned in any method of the class, module-level
+names, and the operations of :mod:`torchtrap.values.tensor_ops`. Across
+functions and files it asks the project index: what a project function
+returns, what a module class's ``forward`` gives, what the call sites pass
+to a module-level function's parameter (joined over them). Past
+``_MAX_DEPTH`` steps a value is UNKNOWN, never a guess; an unresolved
+import is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
+from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.index import ancestors, enclosing_scope, parent
+from torchtrap.facts.remote import REMOTE_ATTR, remote_node
+from torchtrap.facts.tensors import Binding, TensorFacts
+from torchtrap.facts.tensors import Kind as SyntaxKind
+from torchtrap.project.index import location
+from torchtrap.values import tensor_ops as ops
+from torchtrap.values.model import (
+    UNKNOWN,
+    Certainty,
+    Kind,
+    Probability,
+    Value,
+    join,
+    tensor,
+)
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+    from torchtrap.project.index import Project
+
+_MAX_DEPTH = 10
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class _Context(Protocol):
+    """What the layer reads of a rule's context (rules.base.Context)."""
+
+    path: str
+    tree: ast.Module
+    facts: ModuleFacts
+
+    @property
+    def project(self) -> Project | None: ...
+
+
+class Values:
+    """One per linted module (``ctx.values``), caching what it computed.
+
+    It holds its context weakly: the context holds it, and a cycle would
+    keep the syntax tree alive until a full garbage collection."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self._ctx = weakref.ref(ctx)
+        self.path = ctx.path
+        self.facts = ctx.facts
+        self.tree = ctx.tree
+        self.imports = ctx.facts.imports
+        self.tensors = TensorFacts(ctx.facts)
+        self._memo: dict[tuple[int, int], Value] = {}
+        self._names: set[str] | None = None
+
+    @property
+    def project(self) -> Project | None:
+        """The project (may raise NeedsProject while ``check`` indexes: let it)."""
+        ctx = self._ctx()
+        return ctx.project if ctx is not None else None
+
+    # -- the API -----------------------------------------------------------------
+    def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
+        """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
+        which must be a node of this module's tree)."""
+        return self._eval(expr, at if at is not None else expr, 0)
+
+    # -- evaluation --------------------------------------------------------------
+    def _eval(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
+        if depth > _MAX_DEPTH:
+            return UNKNOWN
+        key = (id(expr), id(at))
+        known = self._memo.get(key)
+        if known is None:
+            self._memo[key] = UNKNOWN  # a cycle through the same node is unknown
+            known = self._memo[key] = self._eval_node(expr, at, depth)
+        return known
+
+    def _eval_node(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
+        if isinstance(expr, ast.Call):
+            return self._call(expr, at, depth)
+        if isinstance(expr, ast.Name):
+            return self._name(expr, at, depth)
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr, at, depth)
+        if isinstance(expr, ast.Subscript):
+            return self._subscript(expr, at, depth)
+        if isinstance(expr, ast.BinOp):
+            return self._binop(expr, at, depth)
+        if isinstance(expr, ast.IfExp):
+            return join(
+                [self._eval(expr.body, at, depth + 1), self._eval(expr.orelse, at, depth + 1)]
+            )
+        if isinstance(expr, ast.NamedExpr):
+            return self._eval(expr.value, at, depth + 1)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in expr.elts):
+                return UNKNOWN
+            return Value(
+                Kind.TUPLE, elements=tuple(self._eval(e, at, depth + 1) for e in expr.elts)
+            )
+        return UNKNOWN
+
+    # -- calls -------------------------------------------------------------------
+    def _call(self, call: ast.Call, at: ast.AST, depth: int) -> Value:
+        func = call.func
+        qualname = self.imports.qualname(func)
+        if qualname is not None:
+            return self._qualified_call(qualname, call, at, depth)
+        if isinstance(func, ast.Attribute) and (
+            not _is_self(func.value) or func.attr not in self._self_attributes(at)
+        ):
+            found = self._method(func, call, at, depth)
+            if found is not None:
+                return found
+        callee = self._eval(func, at, depth + 1)
+        if callee.output is not None:
+            return self._called(callee, call)
+        if isinstance(func, ast.Name) and func.id in self._module_names():
+            return self._project_call(func, call)
+        return UNKNOWN
+
+    def _called(self, callee: Value, call: ast.Call) -> Value:
+        """What calling a module or function value gives at ``call``."""
+        out = callee.output
+        assert out is not None
+        if out.probability is not None and not hasattr(out.probability.origin, REMOTE_ATTR):
+            # A local module instance: the probabilities are computed at the call.
+            out = replace(out, probability=replace(out.probability, origin=call))
+        if out.log_probability is not None and not hasattr(out.log_probability.origin, REMOTE_ATTR):
+            out = replace(out, log_probability=replace(out.log_probability, origin=call))
+        return out if callee.definite else out.maybe(callee.assumed)
+
+    def _qualified_call(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
+        if qualname in ops.SOFTMAX_FUNCTIONS:
+            return tensor(Probability("softmax", call))
+        if qualname in ops.SIGMOID_FUNCTIONS:
+            return tensor(Probability("sigmoid", call))
+        if qualname in ops.LOG_SOFTMAX_FUNCTIONS:
+            return tensor(log_probability=Probability("log_softmax", call))
+        if qualname in ops.LOGSIGMOID_FUNCTIONS:
+            return tensor(log_probability=Probability("logsigmoid", call))
+        first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+        if qualname in ops.KEEP_FUNCTIONS and first is not None:
+            return _keep(self._eval(first, at, depth + 1))
+        if qualname in ops.CONCAT_FUNCTIONS and first is not None:
+            parts = self._eval(first, at, depth + 1)
+            if parts.elements:
+                joined = join(list(parts.elements))
+                if joined.probability is not None and all(
+                    e.probability is not None for e in parts.elements
+                ):
+                    return _keep(joined)
+            return tensor()
+        if qualname in ops.GUARD_FUNCTIONS and first is not None:
+            return _guard(self._eval(first, at, depth + 1))
+        if qualname in ops.DISTRIBUTIONS:
+            return self._distribution(qualname, call, at, depth)
+        layer = _layer_output(qualname, call)
+        if layer is not None:
+            return Value(Kind.MODULE, output=layer)
+        if qualname == ops.SEQUENTIAL:
+            last = call.args[-1] if call.args else None
+            if last is None or isinstance(last, ast.Starred):
+                return Value(Kind.MODULE)
+            inner = self._eval(last, at, depth + 1)
+            return (
+                Value(Kind.MODULE, output=inner.output)
+                if inner.kind is Kind.MODULE
+                else Value(Kind.MODULE)
+            )
+        if qualname.startswith(ops.FOREIGN):
+            kind = self.tensors.qualname_kind(qualname)
+            if kind is SyntaxKind.TENSOR:
+                return Value(Kind.TENSOR)
+            return Value(Kind.MODULE) if kind is SyntaxKind.MODULE else UNKNOWN
+        return self._project_call(call.func, call)
+
+    def _method(self, func: ast.Attribute, call: ast.Call, at: ast.AST, depth: int) -> Value | None:
+        """``x.<method>(...)`` on an unimported receiver; None: not a method
+        the table knows (the receiver may be a callable attribute)."""
+        attr = func.attr
+        if attr == "softmax":
+            return tensor(Probability("softmax", call))
+        if attr == "sigmoid" and not call.args and not call.keywords:
+            return tensor(Probability("sigmoid", call))
+        if attr == "log_softmax":
+            return tensor(log_probability=Probability("log_softmax", call))
+        if attr in ops.KEEP_METHODS or attr in ops.MODULE_SELF_METHODS:
+            receiver = self._eval(func.value, at, depth + 1)
+            if receiver.kind is Kind.MODULE and attr in ops.MODULE_SELF_METHODS:
+                return receiver  # nn.Softmax(1).cuda()
+            if attr in ops.KEEP_METHODS:
+                return _keep(receiver)
+            return None
+        if attr in ops.GUARD_METHODS:
+            return _guard(self._eval(func.value, at, depth + 1))
+        if attr == "sum":
+            receiver = self._eval(func.value, at, depth + 1)
+            prob = receiver.probability
+            if prob is not None and prob.scaled and (call.args or _keyword(call, "dim")):
+                # (p * onehot).sum(1): a selection of p
+                return replace(receiver, probability=prob.derived(scaled=False))
+            return tensor() if receiver.kind is Kind.TENSOR else UNKNOWN
+        return None
+
+    def _distribution(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
+        kind = "sigmoid" if "Bernoulli" in qualname else "softmax"
+        logits = _keyword(call, "logits")
+        probs = _keyword(call, "probs")
+        if probs is None and call.args and logits is None:
+            probs = call.args[0]
+        if logits is not None:
+            made = tensor(Probability(kind, call, direct=False, module=True))
+        elif probs is not None and not isinstance(probs, ast.Starred):
+            made = self._eval(probs, at, depth + 1)
+        else:
+            made = UNKNOWN
+        return Value(Kind.DISTRIBUTION, fields=(("probs", made),))
+
+    # -- names and attributes ----------------------------------------------------------
+    def _name(self, name: ast.Name, at: ast.AST, depth: int) -> Value:
+        if name.id in ("self", "cls"):
+            return UNKNOWN
+        reach = self.tensors.reaching(name.id, at)
+        if reach is None:
+            return self._module_level(name.id, at, depth)
+        if reach.mutated:
+            return UNKNOWN  # changed in place (p.clamp_(), p += eps, out=p)
+        found: list[Value] = []
+        for binding in reach.bindings:
+            stmt = binding.stmt
+            if isinstance(stmt, _FUNCTIONS) and binding.value is None:
+                found.append(self._parameter(name.id, stmt, depth))
+            elif binding.value is not None:
+                found.append(self._eval(binding.value, stmt, depth + 1))
+            elif binding.path and binding.loop_iter is None and isinstance(stmt, ast.Assign):
+                found.append(self._element(self._eval(stmt.value, stmt, depth + 1), binding.path))
+            else:
+                found.append(UNKNOWN)
+        if not reach.complete and not _both_branches(reach.bindings, at):
+            found.append(UNKNOWN)  # the name may come from before the branch
+        return join(found).via(name.id)
+
+    def _module_level(self, name: str, at: ast.AST, depth: int) -> Value:
+        scope = enclosing_scope(at)
+        if isinstance(scope, ast.Module) or self.tensors.table(scope).bindings.get(name):
+            return UNKNOWN  # module level already looked at, or bound here after the use
+        events = self.tensors.table(self.tree).bindings.get(name, [])
+        if len(events) == 1 and events[0].value is not None:
+            return self._eval(events[0].value, events[0].stmt, depth + 1).via(name)
+        return UNKNOWN
+
+    def _attribute(self, attr: ast.Attribute, at: ast.AST, depth: int) -> Value:
+        if _is_self(attr.value):
+            values = self._self_attributes(at).get(attr.attr)
+            if not values:
+                return UNKNOWN
+            return join(
+                [
+                    UNKNOWN if not isinstance(v, ast.expr) else self._eval(v, v, depth + 1)
+                    for v in values
+                ]
+            )
+        if attr.attr == "probs":
+            return self._eval(attr.value, at, depth + 1).field("probs")
+        return UNKNOWN
+
+    def _self_attributes(self, at: ast.AST) -> dict[str, list[object]]:
+        return self.tensors.self_attribute_values(at)  # type: ignore[return-value]
+
+    def _subscript(self, sub: ast.Subscript, at: ast.AST, depth: int) -> Value:
+        base = self._eval(sub.value, at, depth + 1)
+        index = sub.slice
+        if base.elements is not None:
+            if (
+                isinstance(index, ast.Constant)
+                and isinstance(index.value, int)
+                and -len(base.elements) <= index.value < len(base.elements)
+            ):
+                return base.elements[index.value]
+            return UNKNOWN
+        return _keep(base)
+
+    def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
+        op = expr.op
+        if isinstance(op, ast.Sub) and _is_number(expr.left, 1):
+            inner = self._eval(expr.right, at, depth + 1)
+            prob = inner.probability
+            if prob is None or prob.complement or prob.scaled:
+                return tensor() if inner.kind is Kind.TENSOR else UNKNOWN
+            return replace(inner, probability=replace(prob, complement=True), log_probability=None)
+        if isinstance(op, (ast.Add, ast.Sub)):
+            sides = [self._eval(s, at, depth + 1) for s in (expr.left, expr.right)]
+            probs = [s for s in sides if s.probability is not None]
+            if len(probs) == 1:
+                return _guard(probs[0])  # p + eps, p * 0.98 + 0.01
+            return tensor() if any(s.kind is Kind.TENSOR for s in sides) else UNKNOWN
+        if isinstance(op, (ast.Mult, ast.Pow)):
+            left = self._eval(expr.left, at, depth + 1)
+            right = self._eval(expr.right, at, depth + 1) if isinstance(op, ast.Mult) else UNKNOWN
+            for side in (left, right):
+                prob = side.probability
+                if prob is not None:
+                    return replace(
+                        side, probability=prob.derived(scaled=True), log_probability=None
+                    )
+            return tensor() if Kind.TENSOR in (left.kind, right.kind) else UNKNOWN
+        if isinstance(op, ast.Div) and _normalises(expr):
+            return tensor(Probability("normalised", expr, direct=False))
+        return UNKNOWN
+
+    def _element(self, value: Value, path: tuple[int, ...]) -> Value:
+        for index in path:
+            if value.elements is None or index < 0 or index >= len(value.elements):
+                return UNKNOWN
+            value = value.elements[index]
+        return value
+
+    # -- other functions and files (the project index) ------------------------------
+    def _module_names(self) -> set[str]:
+        """Names this module defines at top level (functions, classes, assignments)."""
+        if self._names is None:
+            names: set[str] = set()
+            for stmt in self.tree.body:
+                if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+                    names.add(stmt.name)
+                elif isinstance(stmt, ast.Assign):
+                    names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            self._names = names
+        return self._names
+
+    def _project_call(self, func: ast.expr, call: ast.Call) -> Value:
+        """A project function, module instance or module class: what calling
+        it gives (``torch.log(probs(x))`` with ``probs`` in utils.py)."""
+        qualname = self.imports.qualname(func)
+        if qualname is not None and qualname.startswith(ops.FOREIGN):
+            return UNKNOWN
+        dotted = dotted_name(func)
+        project = self.project if dotted is not None else None
+        ref = project.ref(self.path, dotted) if project is not None and dotted else None
+        if project is None or ref is None:
+            return UNKNOWN
+        if project.class_fact(ref) is not None:
+            kind = project.module_class_output(ref)
+            if kind is None:
+                return Value(Kind.MODULE) if project.derives_from(ref, _MODULES) else UNKNOWN
+            output = tensor(self._remote_probability(project, ref, kind, call))
+            return Value(Kind.MODULE, output=output)
+        kind = project.probability_of(ref)
+        if kind is None:
+            return UNKNOWN
+        return tensor(self._remote_probability(project, ref, kind, call))
+
+    def _remote_probability(
+        self, project: Project, ref: str, kind: str, call: ast.Call
+    ) -> Probability:
+        found = project.definition(ref)
+        if found is None:
+            return Probability(kind, call, direct=False, module=True)
+        path, span = found
+        origin = remote_node(path, span, location(path, span, project.root))
+        return Probability(kind, origin, direct=False, module=True)
+
+    def _parameter(
+        self, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int
+    ) -> Value:
+        """A parameter of a module-level function: the join of what its call
+        sites in the project pass (``bce(torch.sigmoid(z), y)``)."""
+        if parent(fn) is not self.tree:
+            return UNKNOWN
+        args = fn.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if name not in positional and name not in [a.arg for a in args.kwonlyargs]:
+            return UNKNOWN
+        project = self.project
+        ref = project.ref(self.path, fn.name) if project is not None else None
+        if project is None or ref is None:
+            return UNKNOWN
+        index = positional.index(name) if name in positional else None
+        found: list[Value] = []
+        for arg in project.call_site_args(ref, index, keyword=name):
+            kind = project.arg_probability(arg)
+            if kind is None:
+                found.append(UNKNOWN)
+                continue
+            node = remote_node(arg.path, arg.arg.span, arg.where(project.root))
+            found.append(
+                tensor(Probability(kind, node, direct=False, module=True, via=name, passed=True))
+            )
+        if not found:
+            return UNKNOWN
+        value = join(found)
+        if not value.definite and value.probability is not None:
+            return value.maybe(f"if `{name}` is the {value.probability.kind} some callers pass")
+        return value
+
+
+_MODULES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+
+
+def _layer_output(qualname: str, call: ast.Call) -> Value | None:
+    """What an ``nn.Softmax``/``nn.Sigmoid``/``nn.LogSoftmax`` instance gives."""
+    if qualname in ops.SOFTMAX_MODULES:
+        return tensor(Probability("softmax", call, direct=False, module=True))
+    if qualname in ops.SIGMOID_MODULES:
+        return tensor(Probability("sigmoid", call, direct=False, module=True))
+    if qualname in ops.LOG_SOFTMAX_MODULES:
+        return tensor(log_probability=Probability("log_softmax", call, direct=False, module=True))
+    if qualname in ops.LOGSIGMOID_MODULES:
+        return tensor(log_probability=Probability("logsigmoid", call, direct=False, module=True))
+    return None
+
+
+def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:
+    """Some binding sits directly in the body and one in the ``else`` of
+    one ``if`` that does not hold ``at``: every path through it binds."""
+    around = {id(a) for a in ancestors(at)}
+    sides: dict[int, set[str]] = {}
+    for binding in bindings:
+        stmt = binding.stmt
+        owner = parent(stmt)
+        if binding.loop_iter is not None or not isinstance(owner, ast.If) or id(owner) in around:
+            continue
+        side = "body" if any(s is stmt for s in owner.body) else "orelse"
+        sides.setdefault(id(owner), set()).add(side)
+    return any(len(found) == 2 for found in sides.values())
+
+
+def _keep(value: Value) -> Value:
+    """An operation that keeps the probability (selection, layout, casts)."""
+    prob = value.probability
+    logp = value.log_probability
+    if prob is None and logp is None:
+        return tensor() if value.kind is Kind.TENSOR else UNKNOWN
+    return replace(
+        value,
+        kind=Kind.TENSOR,
+        probability=prob.derived() if prob else None,
+        log_probability=logp.derived() if logp else None,
+        output=None,
+    )
+
+
+def _guard(value: Value) -> Value:
+    """A clamp or an offset: the probability is kept off 0."""
+    prob = value.probability
+    if prob is None:
+        return tensor() if value.kind is Kind.TENSOR else UNKNOWN
+    return replace(value, probability=prob.derived(guarded=True), log_probability=None)
+
+
+def _normalises(expr: ast.BinOp) -> bool:
+    """``y / y.sum(d, keepdim=True)``: the same expression over its sum."""
+    right = expr.right
+    if not (
+        isinstance(right, ast.Call)
+        and isinstance(right.func, ast.Attribute)
+        and right.func.attr == "sum"
+        and (right.args or _keyword(right, "dim") is not None)
+    ):
+        return False
+    keepdim = _keyword(right, "keepdim")
+    if not (isinstance(keepdim, ast.Constant) and keepdim.value is True):
+        return False
+    return ast.dump(right.func.value) == ast.dump(expr.left)
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _is_number(node: ast.AST, number: int) -> bool:
+    return (
+        isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == number
+    )
+
+
+__all__ = ["Certainty", "Values"]
