@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from torchtrap.facts.classes import MODULE_BASES, ClassInfo, ClassTable
-from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.index import enclosing_function, parent, walk
 from torchtrap.facts.tensors import MODULE_SELF_METHODS, TensorFacts, words
-
-if TYPE_CHECKING:
-    from torchtrap.project.index import Project
 
 # torch.nn layers whose forward depends on `module.training`.
 TRAIN_MODE_LAYERS = words(
@@ -338,25 +333,3 @@ def self_name(method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
             return None
     params = [*method.args.posonlyargs, *method.args.args]
     return params[0].arg if params else None
-
-
-def is_module_class(
-    info: ClassInfo, classes: ClassTable, project: Project | None, path: str
-) -> bool:
-    """An nn.Module: through bases this file defines or imports from torch,
-    or (with a project) through a base another file of the project defines
-    (``class Encoder(FairseqEncoder)``). A base nothing resolves is unknown:
-    not a module."""
-    if classes.is_module(info):
-        return True
-    if project is None:
-        return False
-    for cls in classes.lineage(info):
-        for base in cls.bases:
-            name = dotted_name(base)
-            if name is None or classes.get(name) is not None:
-                continue
-            ref = project.ref(path, name)
-            if ref is not None and project.derives_from(ref, MODULE_BASES):
-                return True
-    return False

@@ -9,11 +9,12 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import ancestors, walk, walk_scope
 from torchtrap.facts.intent import says
-from torchtrap.facts.modules import enclosing_method, inert_layer, is_module_class, self_name
+from torchtrap.facts.modules import enclosing_method, inert_layer, self_name
 from torchtrap.findings import Applicability, Edit, Finding, Fix, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.classes import is_module_class
 
 Method = ast.FunctionDef | ast.AsyncFunctionDef
 
