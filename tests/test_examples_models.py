@@ -55,6 +55,14 @@ def _fixed_copy(tmp_path: Path, example: str, *, unsafe: bool) -> Path:
 
 EXAMPLES_TABLE = [
     pytest.param(
+        "tt218_layers_in_a_list.py",
+        "TT218",
+        True,
+        "        self.blocks = [nn.Linear(d, d) for _ in range(n)]",
+        "        self.blocks = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])",
+        id="TT218",
+    ),
+    pytest.param(
         "tt212_functional_dropout.py",
         "TT212",
         False,
@@ -112,3 +120,16 @@ def test_tt212_two_eval_passes_differ_then_agree(tmp_path: Path) -> None:
     _, after = _output(_fixed_copy(tmp_path, "tt212_functional_dropout.py", unsafe=False))
     assert "largest difference between two eval-mode passes: 0.0000" in after
     assert "predictions that changed: 0 of 32" in after
+
+
+def test_tt218_optimizer_state_dict_and_dtype(tmp_path: Path) -> None:
+    _, before = _output(EXAMPLES / "tt218_layers_in_a_list.py")
+    assert "parameter tensors the optimizer trains: 2 of 8" in before
+    assert "first block changed by a training step: False" in before
+    assert "state_dict keys: 2 of 8" in before
+    assert "first block's dtype after model.double(): torch.float32" in before
+    _, after = _output(_fixed_copy(tmp_path, "tt218_layers_in_a_list.py", unsafe=True))
+    assert "parameter tensors the optimizer trains: 8 of 8" in after
+    assert "first block changed by a training step: True" in after
+    assert "state_dict keys: 8 of 8" in after
+    assert "first block's dtype after model.double(): torch.float64" in after

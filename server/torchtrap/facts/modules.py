@@ -333,3 +333,22 @@ def self_name(method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
             return None
     params = [*method.args.posonlyargs, *method.args.args]
     return params[0].arg if params else None
+
+
+# torch.nn layers that hold no parameters and no buffers: losing them from
+# `parameters()`/`state_dict()` loses nothing (Dropout still follows the mode).
+STATELESS_LAYERS = words(
+    """
+    ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax Softmax2d LogSoftmax
+    Softmin Softplus Softsign Softshrink Hardshrink Hardtanh Hardswish Hardsigmoid Tanhshrink
+    Threshold GLU LogSigmoid Identity Flatten Unflatten Upsample UpsamplingNearest2d
+    UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle CosineSimilarity
+    PairwiseDistance MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
+    AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+    AdaptiveMaxPool3d LPPool1d LPPool2d LPPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d
+    ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d
+    ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+    CircularPad1d CircularPad2d CircularPad3d Fold Unfold
+    Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout
+    """
+)
