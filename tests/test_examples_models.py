@@ -55,6 +55,14 @@ def _fixed_copy(tmp_path: Path, example: str, *, unsafe: bool) -> Path:
 
 EXAMPLES_TABLE = [
     pytest.param(
+        "tt213_softmax_into_cross_entropy.py",
+        "TT213",
+        False,
+        "    return F.cross_entropy(torch.softmax(logits, dim=1), y)",
+        "    return F.cross_entropy(logits, y)",
+        id="TT213",
+    ),
+    pytest.param(
         "tt218_layers_in_a_list.py",
         "TT218",
         True,
@@ -133,3 +141,13 @@ def test_tt218_optimizer_state_dict_and_dtype(tmp_path: Path) -> None:
     assert "first block changed by a training step: True" in after
     assert "state_dict keys: 8 of 8" in after
     assert "first block's dtype after model.double(): torch.float64" in after
+
+
+def test_tt213_loss_barely_moves_then_falls(tmp_path: Path) -> None:
+    _, before = _output(EXAMPLES / "tt213_softmax_into_cross_entropy.py")
+    assert "training loss: 1.05 -> 0.56 after 300 steps" in before
+    assert "first gradient norm: 0.398" in before
+    fixed = _fixed_copy(tmp_path, "tt213_softmax_into_cross_entropy.py", unsafe=False)
+    _, after = _output(fixed)
+    assert "training loss: 1.47 -> 0.01 after 300 steps" in after
+    assert "first gradient norm: 1.734" in after
