@@ -69,12 +69,14 @@ def measure(
     check = [sys.executable, "-m", "torchtrap", "check", "-j", "1", "--exit-zero"]
     check += [str(c) for c in corpora]
     best_ast = best_cold = best_warm = best_base = float("inf")
-    base_env = dict(env, PYTHONPATH=str(baseline)) if baseline else None
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp, "files.txt")
         listing.write_text("\n".join(files), encoding="utf-8")
         cache = Path(tmp, "cache")
         env["TORCHTRAP_CACHE_DIR"] = str(cache)
+        # After the cache folder is set: a baseline run that read the default
+        # cache would measure a warm run, not a cold one.
+        base_env = dict(env, PYTHONPATH=str(baseline)) if baseline else None
         for _ in range(repeat):
             best_ast = min(best_ast, timed([sys.executable, "-c", AST_CHILD, str(listing)], env))
             shutil.rmtree(cache, ignore_errors=True)

@@ -22,8 +22,8 @@ import pytest
 
 from torchtrap.config import from_table, parse_version, pinned_version, resolve_numpy_version
 from torchtrap.facts import ModuleFacts
-from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.numpy_aliases import ALIASES
+from torchtrap.values.loaders import Loaders
 
 
 def _loaders(code: str) -> tuple[Loaders, ModuleFacts]:

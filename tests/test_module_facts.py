@@ -9,8 +9,9 @@ import textwrap
 
 from torchtrap.facts import ModuleFacts
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
-from torchtrap.facts.modules import ModelFacts, argument_for, is_eval_call
+from torchtrap.facts.modules import argument_for, is_eval_call
 from torchtrap.facts.tensors import TensorFacts
+from torchtrap.values.models import ModelFacts
 
 SOURCE = textwrap.dedent(
     """

@@ -187,3 +187,28 @@ def test_recursion_is_bounded() -> None:
         """
     )
     assert not value.known
+
+
+def test_a_tuple_returned_and_unpacked_across_files(tmp_path: Path) -> None:
+    files = {
+        "scores.py": """
+            import torch
+
+            def scores(x):
+                p = torch.softmax(x, -1)
+                return p, x.topk(1)
+        """,
+        "train.py": """
+            import torch
+            from scores import scores
+
+            p, top = scores(x)
+            probe(p)
+            probe(top)
+            probe(scores(x)[0])
+            probe(torch.sum(p * onehot, dim=1))
+        """,
+    }
+    values = project_probes(files, "train.py", tmp_path)
+    kinds = [v.bare_probability().kind if v.bare_probability() else None for v in values]
+    assert kinds == ["softmax", None, "softmax", "softmax"]

@@ -25,7 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from torchtrap.facts.index import ancestors, enclosing_scope, enclosing_statement, walk_scope
+from torchtrap.facts.index import (
+    SCOPE_TYPES,
+    ancestors,
+    enclosing_scope,
+    enclosing_statement,
+    walk_scope,
+)
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -587,3 +593,22 @@ def _is_self(node: ast.AST) -> bool:
 
 def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def shadowed(tensors: TensorFacts, name: str, at: ast.AST) -> bool:
+    """Is the builtin ``name`` rebound in a scope that ``at`` sees (a
+    parameter called ``str``, ``from numpy import float``)?"""
+    scope: ast.AST | None = enclosing_scope(at)
+    while scope is not None:
+        if tensors.table(scope).bindings.get(name):
+            return True
+        scope = outer_scope(scope)
+    return False
+
+
+def outer_scope(scope: ast.AST) -> ast.AST | None:
+    """The next scope whose names ``scope`` sees (class bodies are skipped)."""
+    for anc in ancestors(scope):
+        if isinstance(anc, SCOPE_TYPES) and not isinstance(anc, ast.ClassDef):
+            return anc
+    return None

@@ -408,6 +408,20 @@ class Project:
             return self.module_class_output(cls) if cls is not None else None
         return None
 
+    def constant(self, ref: str) -> str | None:
+        """What a module-level name of the project holds, when its summary
+        records it (``ModuleSummary.constants``: "cuda", "maybe-cuda")."""
+        resolved = self.resolve(ref)
+        found = self._split(resolved) if resolved is not None else None
+        return found[0].constants.get(found[1]) if found is not None else None
+
+    def returned_elements(self, ref: str) -> tuple[str, ...]:
+        """Element-wise kinds of what a project function returns when every
+        ``return`` is a tuple ("softmax", "sigmoid", "" for unknown); () when not."""
+        resolved = self.resolve(ref)
+        function = self.function(resolved) if resolved is not None else None
+        return function.elements if function is not None else ()
+
     def arg_probability(self, arg: ProjectArg) -> str | None:
         """ "sigmoid"/"softmax" when the argument at a call site is one."""
         kind = arg.arg.kind

@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
+from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
 # 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
-# call sites keep their untracked arguments as "unknown" where results are kept
+# call sites keep their untracked arguments as "unknown" where results are kept;
+# ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 SUMMARY_VERSION = 3
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -152,6 +155,8 @@ class FunctionFact:
     params: tuple[str, ...]
     returns: str | None = None
     rebuilds: tuple[str, ...] = ()
+    # every return a tuple of the same length: each element's kind ("" unknown)
+    elements: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,9 @@ class ModuleSummary:
     pins_fork: bool = False  # calls set_start_method("fork")
     # module-level `name = Callee(...)`: name -> the callee's reference
     instances: dict[str, str] = field(default_factory=dict)
+    # module-level names assigned once a value other files may ask about:
+    # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
+    constants: dict[str, str] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -278,7 +286,22 @@ class _Summarizer:
                         stack.append(target.value)
         s.assigned = tuple(dict.fromkeys(assigned))
         s.star_imports = tuple(stars)
+        if "cuda" in self.text:
+            self._constants(imports, Counter(assigned))
         return imports
+
+    def _constants(self, imports: ImportTable, assigned: Counter[str]) -> None:
+        for stmt in self.top:
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Name) or assigned[target.id] != 1:
+                continue
+            cuda = literal_cuda(stmt.value, imports)
+            if cuda is Cuda.YES:
+                self.s.constants[target.id] = "cuda"
+            elif cuda is Cuda.MAYBE:
+                self.s.constants[target.id] = "maybe-cuda"
 
     def ref(self, node: ast.AST) -> str | None:
         """The absolute reference of a name or dotted attribute."""
@@ -346,13 +369,13 @@ class _Summarizer:
                     and self._mentions(stmt, ("get_worker_info",))
                     else ()
                 )
-                returns = (
+                returns, elements = (
                     _returns(stmt, imports)
                     if return_words and self._mentions(stmt, return_words)
-                    else None
+                    else (None, ())
                 )
                 self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds
+                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements
                 )
 
     def _layers(
@@ -615,16 +638,12 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         stack.extend(reversed(inner))
 
 
-def _return_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
-    """What each ``return`` gives, through a local name assigned once in
-    the function (``out = self.net(x); return out``); a name assigned more
-    than once, or bound otherwise (a loop, ``with``), stays the name."""
+def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr | None]]:
+    """The values each local name is bound to in the function (None: bound
+    otherwise, by a loop, ``with``, unpacking or an augmented assignment)."""
     assigned: dict[str, list[ast.expr | None]] = {}
-    returns: list[ast.expr | None] = []
     for stmt in _statements(fn.body):
-        if isinstance(stmt, ast.Return):
-            returns.append(stmt.value)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name):
@@ -644,21 +663,44 @@ def _return_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr 
                 for node in ast.walk(target):
                     if isinstance(node, ast.Name):
                         assigned.setdefault(node.id, []).append(None)
-    out: list[ast.expr | None] = []
-    for value in returns:
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            value = assigned[value.id][0]
-        out.append(value)
-    return out
+    return assigned
 
 
-def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -> str | None:
-    values = _return_values(fn)
+def _follow(value: ast.expr | None, assigned: dict[str, list[ast.expr | None]]) -> ast.expr | None:
+    """A local name assigned once stands for its value (one step)."""
+    if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+        return assigned[value.id][0]
+    return value
+
+
+def _return_values(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    assigned: dict[str, list[ast.expr | None]] | None = None,
+) -> list[ast.expr | None]:
+    """What each ``return`` gives, through a local name assigned once in
+    the function (``out = self.net(x); return out``); a name assigned more
+    than once, or bound otherwise (a loop, ``with``), stays the name."""
+    if assigned is None:
+        assigned = _assigned_names(fn)
+    return [
+        _follow(stmt.value, assigned)
+        for stmt in _statements(fn.body)
+        if isinstance(stmt, ast.Return)
+    ]
+
+
+def _returns(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable
+) -> tuple[str | None, tuple[str, ...]]:
+    """(what every return gives, or element-wise when every return is a
+    tuple of the same length: "sigmoid"/"softmax" or "" per element)."""
+    assigned = _assigned_names(fn)
+    values = _return_values(fn, assigned)
     if not values or any(v is None for v in values):
-        return None
+        return None, ()
     kinds = {_probability_kind(v, imports) for v in values if v is not None}
     if len(kinds) == 1 and None not in kinds:
-        return kinds.pop()
+        return kinds.pop(), ()
     if all(
         isinstance(v, ast.Call)
         and (
@@ -667,8 +709,18 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportTable) -
         )
         for v in values
     ):
-        return "clamped"
-    return None
+        return "clamped", ()
+    tuples = [v for v in values if isinstance(v, ast.Tuple)]
+    if len(tuples) == len(values) and len({len(t.elts) for t in tuples}) == 1:
+        columns = zip(*(t.elts for t in tuples), strict=True)
+        elements = []
+        for column in columns:
+            found = {_probability_kind(_follow(e, assigned) or e, imports) for e in column}
+            kind = found.pop() if len(found) == 1 else None
+            elements.append(kind or "")
+        if any(elements):
+            return None, tuple(elements)
+    return None, ()
 
 
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})

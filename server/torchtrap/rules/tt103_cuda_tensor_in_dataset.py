@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import ast
-import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from torchtrap.facts.dataloaders import Workers, assigned_value, resolve_value
+from torchtrap.facts.dataloaders import Workers
 from torchtrap.facts.datasets import (
     DatasetView,
     Exposure,
@@ -19,7 +18,8 @@ from torchtrap.facts.datasets import (
     self_name,
     self_stores,
 )
-from torchtrap.facts.index import enclosing_function, enclosing_statement, parent, walk
+from torchtrap.facts.devices import Cuda
+from torchtrap.facts.index import enclosing_statement, parent, walk
 from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.findings import (
     Applicability,
@@ -35,13 +35,6 @@ from torchtrap.fixes.edits import replace
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.remote import remote_uses
-
-
-class Cuda(enum.IntEnum):
-    NO = 0
-    MAYBE = 1  # "cuda" if torch.cuda.is_available() else "cpu", a parameter's default
-    YES = 2
-
 
 # Calls that bring a CUDA tensor back to the host (the chain ends on the CPU).
 BACK_TO_CPU = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -251,7 +244,7 @@ class CudaTensorInDataset(Rule):
                 device = _keyword(call, "device") or (call.args[0] if call.args else None)
                 if device is None:
                     return None
-                cuda = cuda_value(device, device, self, 0)
+                cuda = self.ctx.values.device(device)
                 if cuda is Cuda.NO:
                     return None
                 spelled = text(self.ctx.range(device))
@@ -269,7 +262,7 @@ class CudaTensorInDataset(Rule):
             )
             if location is None:
                 return None
-            cuda = cuda_value(location, location, self, 0)
+            cuda = self.ctx.values.device(location)
             if cuda is Cuda.NO:
                 return None
             spelled = text(self.ctx.range(location))
@@ -288,7 +281,7 @@ class CudaTensorInDataset(Rule):
         device = _keyword(call, name)
         if device is None:
             return None
-        cuda = cuda_value(device, device, self, 0)
+        cuda = self.ctx.values.device(device)
         if cuda is Cuda.NO:
             return None
         spelled = self.ctx.source.segment(self.ctx.range(device))
@@ -393,86 +386,6 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
         if kw.arg == name:
             return kw.value
     return None
-
-
-def cuda_value(expr: ast.expr, at: ast.AST, rule: Rule, depth: int) -> Cuda:
-    """Whether a device expression is CUDA: ``"cuda:0"``, ``0``,
-    ``torch.device("cuda")``, a name or ``self.device`` assigned one (in the
-    function, the module or the class), or a parameter defaulting to one."""
-    if depth > 4:
-        return Cuda.NO
-    if isinstance(expr, ast.Constant):
-        value = expr.value
-        if isinstance(value, str):
-            return Cuda.YES if value.startswith("cuda") else Cuda.NO
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Cuda.YES  # a device index: .to(0) is cuda:0
-        return Cuda.NO
-    if isinstance(expr, ast.JoinedStr):
-        first = expr.values[0] if expr.values else None
-        if isinstance(first, ast.Constant) and str(first.value).startswith("cuda"):
-            return Cuda.YES
-        return Cuda.NO
-    if isinstance(expr, ast.IfExp):
-        a = cuda_value(expr.body, at, rule, depth + 1)
-        b = cuda_value(expr.orelse, at, rule, depth + 1)
-        if a is Cuda.YES and b is Cuda.YES:
-            return Cuda.YES
-        return Cuda.MAYBE if max(a, b) > Cuda.NO else Cuda.NO
-    if isinstance(expr, ast.Call):
-        qual = rule.ctx.facts.imports.qualname(expr.func)
-        if qual == "torch.device":
-            arg = expr.args[0] if expr.args else _keyword(expr, "type")
-            return cuda_value(arg, at, rule, depth + 1) if arg is not None else Cuda.NO
-        if qual == "torch.cuda.current_device":
-            return Cuda.YES
-        return Cuda.NO
-    if isinstance(expr, (ast.Name, ast.Attribute)):
-        if isinstance(expr, ast.Attribute) and not (
-            isinstance(expr.value, ast.Name) and expr.value.id == "self"
-        ):
-            return Cuda.NO  # args.device, cfg.device: unknown
-        if isinstance(expr, ast.Name) and _is_parameter(expr):
-            return _parameter_default(expr, rule, depth)
-        assigned = resolve_value(expr, at, rule.ctx.tree)
-        if assigned is not expr:
-            return cuda_value(assigned, assigned, rule, depth + 1)
-        if isinstance(expr, ast.Name):
-            return _parameter_default(expr, rule, depth)
-    return Cuda.NO
-
-
-def _is_parameter(name: ast.Name) -> bool:
-    """A parameter of the enclosing function that the function never
-    reassigns (resolve_value would look past it, to a module-level name)."""
-    fn = enclosing_function(name)
-    if fn is None:
-        return False
-    args = fn.args
-    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    if name.id not in names:
-        return False
-    return assigned_value(name.id, name, fn) is None
-
-
-def _parameter_default(name: ast.Name, rule: Rule, depth: int) -> Cuda:
-    """A parameter's default may be overridden by the caller: MAYBE at most."""
-    fn = enclosing_function(name)
-    if fn is None:
-        return Cuda.NO
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    with_default = positional[len(positional) - len(args.defaults) :]
-    defaults: dict[str, ast.expr] = {
-        a.arg: d for a, d in zip(with_default, args.defaults, strict=True)
-    }
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if default is not None:
-            defaults[arg.arg] = default
-    default = defaults.get(name.id)
-    if default is None:
-        return Cuda.NO
-    return Cuda.MAYBE if cuda_value(default, default, rule, depth + 1) > Cuda.NO else Cuda.NO
 
 
 def _back_on_cpu(call: ast.Call, rule: Rule) -> bool:

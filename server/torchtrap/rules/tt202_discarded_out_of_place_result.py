@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Iterable
 
-from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
+from torchtrap.facts.index import ancestors, enclosing_scope
 from torchtrap.facts.tensors import Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
-from torchtrap.rules.base import Context, Invalid, Rule, Valid
+from torchtrap.rules.base import Invalid, Rule, Valid
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -142,8 +141,8 @@ class DiscardedOutOfPlaceResult(Rule):
     tensors: TensorFacts
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = TensorFacts(self.ctx.facts)
-        self.tensors.loader_parameter = functools.partial(_loader_parameter, self.ctx)
+        # The value layer's: a parameter its project callers pass a DataLoader is one.
+        self.tensors = self.ctx.values.tensors
         imports = self.ctx.facts.imports
         for stmt in self.ctx.facts.index.of(ast.Expr):
             call = stmt.value
@@ -922,28 +921,6 @@ class DiscardedOutOfPlaceResult(Rule):
             note="not read afterwards: only the in-place twin is offered",
         ),
     )
-
-
-def _loader_parameter(ctx: Context, tensors: TensorFacts, name: ast.Name, at: ast.AST) -> bool:
-    """Whether ``name`` is a parameter of a module-level function whose
-    call sites in the project (``ctx.project``) pass it a DataLoader with
-    the default collate, and every tracked argument there does."""
-    fn = enclosing_function(at)
-    if fn is None or parent(fn) is not ctx.tree:
-        return False
-    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
-        return False
-    reach = tensors.reaching(name.id, at)
-    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
-        return False  # rebound in the function
-    project = ctx.project
-    ref = project.ref(ctx.path, fn.name) if project is not None else None
-    if project is None or ref is None:
-        return False
-    index = positional.index(name.id) if name.id in positional else None
-    args = project.call_site_args(ref, index, keyword=name.id)
-    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
 
 def _expects_error(expr: ast.expr) -> bool:

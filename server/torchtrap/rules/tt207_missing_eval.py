@@ -12,7 +12,6 @@ from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, walk, walk_scope
 from torchtrap.facts.modules import (
     MODE_METHODS,
-    ModelFacts,
     argument_for,
     may_be_module,
 )
@@ -126,8 +125,8 @@ class MissingEval(Rule):
     requires_text = ("no_grad", "inference_mode", "set_grad_enabled")
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = TensorFacts(self.ctx.facts)
-        self.models = ModelFacts(self.tensors)
+        self.tensors = self.ctx.values.tensors
+        self.models = self.ctx.values.models
         self.imports = self.ctx.facts.imports
         self._managed: dict[int, set[str]] = {}
         self._functions: dict[str, Function] | None = None

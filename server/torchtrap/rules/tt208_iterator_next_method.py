@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.guards import compatibility_guarded
-from torchtrap.facts.loaders import Loaders, shadowed
+from torchtrap.facts.tensors import shadowed
 from torchtrap.findings import Applicability, Finding, Fix, Severity
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -62,7 +62,6 @@ class IteratorNextMethod(Rule):
     requires_text = (".next()",)
 
     def check(self) -> Iterable[Finding]:
-        loaders: Loaders | None = None
         for call in self.ctx.facts.index.of(ast.Call):
             func = call.func
             if not (
@@ -74,7 +73,7 @@ class IteratorNextMethod(Rule):
                 continue
             if compatibility_guarded(call):
                 continue  # Python 2 branch, or a fallback for the AttributeError
-            loaders = loaders or Loaders(self.ctx.facts)
+            loaders = self.ctx.values.loaders
             evidence = loaders.iterator(func.value, call)
             if evidence is None:
                 continue

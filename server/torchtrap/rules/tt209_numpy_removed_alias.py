@@ -7,9 +7,8 @@ from collections.abc import Iterable
 
 from torchtrap.config import resolve_numpy_version
 from torchtrap.facts.guards import compatibility_guarded
-from torchtrap.facts.loaders import shadowed
 from torchtrap.facts.numpy_aliases import ALIASES, REMOVED_IN, Alias, numpy_alias
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.facts.tensors import TensorFacts, shadowed
 from torchtrap.findings import Applicability, Finding, Fix, Severity
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.index import ancestors, enclosing_statement, parent, walk
-from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes import edits, structural
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.loaders import Loaders
 
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Contexts and decorators under which nothing records a graph.
@@ -121,7 +121,7 @@ class AutogradVariable(Rule):
             keywords = {kw.arg: kw.value for kw in call.keywords}
             if None in keywords or set(keywords) - {"volatile", "requires_grad"}:
                 continue
-            loaders = loaders or Loaders(self.ctx.facts)
+            loaders = self.ctx.values.loaders
             volatile = keywords.get("volatile")
             if volatile is not None and not _is_false(volatile) and not self._under_no_grad(call):
                 yield self._volatile(call, volatile)

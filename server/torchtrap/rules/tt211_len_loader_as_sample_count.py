@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterable
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk, walk_scope
-from torchtrap.facts.loaders import LoaderEvidence, Loaders
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix, RelatedLocation
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.loaders import LoaderEvidence, Loaders
 
 # Wrappers that keep a count a count: `correct.item()`, `float(correct)`.
 _CONVERSIONS = frozenset({"item", "float", "double", "long", "int", "cpu", "numpy", "detach"})
@@ -106,7 +106,7 @@ class LenLoaderAsSampleCount(Rule):
                 continue
             numerator, node = division
             if loaders is None:
-                loaders = Loaders(self.ctx.facts)
+                loaders = self.ctx.values.loaders
             terms = self._accumulated(numerator, node, loaders.tensors)
             if terms is None:
                 continue

@@ -15,17 +15,21 @@ import is UNKNOWN.
 from __future__ import annotations
 
 import ast
+import functools
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
+from torchtrap.facts.devices import Cuda
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import ancestors, enclosing_scope, parent
+from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
 from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values.devices import device_cuda
+from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
     UNKNOWN,
     Certainty,
@@ -35,6 +39,7 @@ from torchtrap.values.model import (
     join,
     tensor,
 )
+from torchtrap.values.models import ModelFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -68,8 +73,13 @@ class Values:
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
         self.tensors = TensorFacts(ctx.facts)
+        # A parameter whose project call sites all pass a DataLoader holds
+        # one (kind_of's batches). Through a weak reference: no cycle.
+        self.tensors.loader_parameter = functools.partial(_loader_parameter, weakref.ref(self))
         self._memo: dict[tuple[int, int], Value] = {}
         self._names: set[str] | None = None
+        self._loaders: Loaders | None = None
+        self._models: ModelFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -78,6 +88,33 @@ class Values:
         return ctx.project if ctx is not None else None
 
     # -- the API -----------------------------------------------------------------
+    @property
+    def loaders(self) -> Loaders:
+        """The DataLoader / iterator evidence of this module (:mod:`torchtrap.values.loaders`)."""
+        if self._loaders is None:
+            self._loaders = Loaders(self.facts, self.tensors)
+        return self._loaders
+
+    @property
+    def models(self) -> ModelFacts:
+        """Which constructor built a model value, who calls a function
+        (:mod:`torchtrap.values.models`)."""
+        if self._models is None:
+            self._models = ModelFacts(self.tensors)
+        return self._models
+
+    def dataloader(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
+        """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader; None: unknown."""
+        return self.loaders.dataloader(expr, at if at is not None else expr)
+
+    def iterator(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
+        """Evidence that ``expr`` is an iterator over a DataLoader (``iter(loader)``)."""
+        return self.loaders.iterator(expr, at if at is not None else expr)
+
+    def device(self, expr: ast.expr, at: ast.AST | None = None) -> Cuda:
+        """How certainly a device expression is CUDA (:mod:`torchtrap.values.devices`)."""
+        return device_cuda(self, expr, at if at is not None else expr)
+
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
         which must be a node of this module's tree)."""
@@ -170,6 +207,8 @@ class Values:
                 ):
                     return _keep(joined)
             return tensor()
+        if qualname == "torch.sum" and first is not None:
+            return _summed(self._eval(first, at, depth + 1), call, 1)
         if qualname in ops.GUARD_FUNCTIONS and first is not None:
             return _guard(self._eval(first, at, depth + 1))
         if qualname in ops.DISTRIBUTIONS:
@@ -214,12 +253,7 @@ class Values:
         if attr in ops.GUARD_METHODS:
             return _guard(self._eval(func.value, at, depth + 1))
         if attr == "sum":
-            receiver = self._eval(func.value, at, depth + 1)
-            prob = receiver.probability
-            if prob is not None and prob.scaled and (call.args or _keyword(call, "dim")):
-                # (p * onehot).sum(1): a selection of p
-                return replace(receiver, probability=prob.derived(scaled=False))
-            return tensor() if receiver.kind is Kind.TENSOR else UNKNOWN
+            return _summed(self._eval(func.value, at, depth + 1), call, 0)
         return None
 
     def _distribution(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
@@ -367,7 +401,16 @@ class Values:
             return Value(Kind.MODULE, output=output)
         kind = project.probability_of(ref)
         if kind is None:
-            return UNKNOWN
+            elements = project.returned_elements(ref)
+            if not elements:
+                return UNKNOWN
+            return Value(
+                Kind.TUPLE,
+                elements=tuple(
+                    tensor(self._remote_probability(project, ref, e, call)) if e else UNKNOWN
+                    for e in elements
+                ),
+            )
         return tensor(self._remote_probability(project, ref, kind, call))
 
     def _remote_probability(
@@ -414,6 +457,33 @@ class Values:
         return value
 
 
+def _loader_parameter(
+    values_ref: weakref.ref[Values], tensors: TensorFacts, name: ast.Name, at: ast.AST
+) -> bool:
+    """Whether ``name`` is a parameter of a module-level function whose
+    call sites in the project pass it a DataLoader with the default
+    collate, and every tracked argument there does."""
+    values = values_ref()
+    if values is None:
+        return False
+    fn = enclosing_function(at)
+    if fn is None or parent(fn) is not values.tree:
+        return False
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+        return False
+    reach = tensors.reaching(name.id, at)
+    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
+        return False  # rebound in the function
+    project = values.project
+    ref = project.ref(values.path, fn.name) if project is not None else None
+    if project is None or ref is None:
+        return False
+    index = positional.index(name.id) if name.id in positional else None
+    args = project.call_site_args(ref, index, keyword=name.id)
+    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
+
+
 _MODULES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 
 
@@ -443,6 +513,17 @@ def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:
         side = "body" if any(s is stmt for s in owner.body) else "orelse"
         sides.setdefault(id(owner), set()).add(side)
     return any(len(found) == 2 for found in sides.values())
+
+
+def _summed(value: Value, call: ast.Call, dim_at: int) -> Value:
+    """``(p * onehot).sum(1)`` / ``torch.sum(p * onehot, dim=1)``: a sum over a
+    dimension of a scaled probability selects one (a one-hot mask); the
+    sum of a probability itself is 1, not a probability that underflows."""
+    prob = value.probability
+    has_dim = len(call.args) > dim_at or _keyword(call, "dim") is not None
+    if prob is not None and prob.scaled and has_dim:
+        return replace(value, probability=prob.derived(scaled=False))
+    return tensor() if value.kind is Kind.TENSOR else UNKNOWN
 
 
 def _keep(value: Value) -> Value:

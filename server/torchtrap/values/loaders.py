@@ -1,4 +1,7 @@
-"""Is this expression a DataLoader, or an iterator over one? (TT208, TT211)
+"""Is this expression a DataLoader, or an iterator over one? (TT208, TT210, TT211)
+
+The DataLoader and iterator part of the value layer: rules ask
+``ctx.values.dataloader(expr, at)`` / ``ctx.values.iterator(expr, at)``.
 
 Evidence only, from one module: a ``DataLoader(...)`` call, a name or
 ``self.attr`` whose every binding is one (``self.loader = DataLoader(...)``),
@@ -21,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DATALOADER, DataLoaderCall
-from torchtrap.facts.index import SCOPE_TYPES, ancestors, enclosing_scope, parent, walk_scope
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, parent, walk_scope
+from torchtrap.facts.tensors import TensorFacts, outer_scope, shadowed
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -90,9 +93,14 @@ class Loaders:
             [(value, value) for value in returns], depth, self._dataloader_value, self.dataloader
         )
 
-    def _item(self, container: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+    def _item(
+        self, container: ast.expr, at: ast.AST, depth: int, key: ast.expr | None = None
+    ) -> LoaderEvidence | None:
         """``loaders[phase]`` where every value of the dict or list (a
-        literal or comprehension, or a name bound to one) is a DataLoader."""
+        literal or comprehension, or a name bound to one) is a DataLoader;
+        a name bound to an empty ``{}``/``[]`` counts the values its items
+        are assigned (``d["train"] = DataLoader(...)``, ``ls.append(...)``),
+        only those under the same constant key when the use names one."""
         bound = self.bound_values(container, at, depth)
         if isinstance(container, (ast.Dict, ast.DictComp, ast.List, ast.Tuple)):
             bound = [(container, at)]
@@ -106,6 +114,11 @@ class Loaders:
                 items.append((value.value, value.value))
             elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
                 items += [(v, where) for v in value.elts]
+            elif _empty_container(value) and isinstance(container, ast.Name):
+                filled = _filled_items(container.id, where, key)
+                if not filled:
+                    return None
+                items += filled
             else:
                 return None
         return self._all(items, depth, self._dataloader_value, self.dataloader)
@@ -157,7 +170,7 @@ class Loaders:
         if isinstance(expr, ast.NamedExpr):
             return recurse(expr.value, at, depth + 1)
         if isinstance(expr, ast.Subscript) and recurse == self.dataloader:
-            return self._item(expr.value, at, depth)
+            return self._item(expr.value, at, depth, expr.slice)
         values = self.bound_values(expr, at, depth)
         if values is None:
             return None
@@ -213,7 +226,7 @@ class Loaders:
             bindings = self.tensors.table(scope).bindings.get(name)
             if bindings:
                 break
-            outer = _outer_scope(scope)
+            outer = outer_scope(scope)
             if outer is None:
                 return None
             scope = outer
@@ -330,25 +343,53 @@ class Loaders:
         return shadowed(self.tensors, name, at)
 
 
-def shadowed(tensors: TensorFacts, name: str, at: ast.AST) -> bool:
-    """Is the builtin ``name`` rebound in a scope that ``at`` sees (a
-    parameter called ``str``, ``from numpy import float``)?"""
-    scope: ast.AST | None = enclosing_scope(at)
-    while scope is not None:
-        if tensors.table(scope).bindings.get(name):
-            return True
-        scope = _outer_scope(scope)
-    return False
-
-
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     args = function.args
     return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
-def _outer_scope(scope: ast.AST) -> ast.AST | None:
-    """The next scope whose names ``scope`` sees (class bodies are skipped)."""
-    for anc in ancestors(scope):
-        if isinstance(anc, SCOPE_TYPES) and not isinstance(anc, ast.ClassDef):
-            return anc
-    return None
+def _empty_container(value: ast.expr) -> bool:
+    """``{}``, ``[]``, ``dict()``, ``list()``."""
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.List):
+        return not value.elts
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "list")
+        and not value.args
+        and not value.keywords
+    )
+
+
+def _filled_items(
+    name: str, where: ast.AST, key: ast.expr | None
+) -> list[tuple[ast.expr, ast.AST]]:
+    """The values put into the container ``name`` in the scope of its
+    binding ``where``: ``name[k] = v`` (under ``key`` when it and every
+    ``k`` are constants) and ``name.append(v)``."""
+    wanted = key.value if isinstance(key, ast.Constant) else None
+    found: list[tuple[object, ast.expr, ast.AST]] = []
+    for node in walk_scope(enclosing_scope(where)):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == name
+                ):
+                    k = target.slice.value if isinstance(target.slice, ast.Constant) else ...
+                    found.append((k, node.value, node))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and len(node.args) == 1
+        ):
+            found.append((..., node.args[0], node))
+    if wanted is not None and all(k is not ... for k, _, _ in found):
+        found = [f for f in found if f[0] == wanted]
+    return [(value, stmt) for _, value, stmt in found]

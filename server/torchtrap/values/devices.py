@@ -1,0 +1,97 @@
+"""Is a device expression CUDA, following where its value comes from?
+
+On top of the literal judgement (:func:`torchtrap.facts.devices.literal_cuda`):
+a name assigned in the function or the module, ``self.device`` assigned in
+a method of the class, a parameter's default (MAYBE at most: the caller may
+pass another), and a module-level name imported from another file of the
+project (``from config import device``, config.py:
+``device = torch.device("cuda" if ok else "cpu")``: MAYBE). ``args.device``,
+``cfg.device`` and unresolved imports stay unknown (NO).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.dataloaders import assigned_value, resolve_value
+from torchtrap.facts.devices import Cuda, literal_cuda
+from torchtrap.facts.index import enclosing_function
+
+if TYPE_CHECKING:
+    from torchtrap.values.evaluate import Values
+
+_MAX_DEPTH = 4
+
+
+def device_cuda(values: Values, expr: ast.expr, at: ast.AST, depth: int = 0) -> Cuda:
+    """How certainly ``expr`` (seen at ``at``) is a CUDA device."""
+    if depth > _MAX_DEPTH:
+        return Cuda.NO
+    return literal_cuda(expr, values.imports, lambda e: _flow(values, e, at, depth))
+
+
+def _flow(values: Values, expr: ast.expr, at: ast.AST, depth: int) -> Cuda:
+    if isinstance(expr, ast.Attribute) and not (
+        isinstance(expr.value, ast.Name) and expr.value.id == "self"
+    ):
+        return Cuda.NO  # args.device, cfg.device: unknown
+    if isinstance(expr, ast.Name) and _is_parameter(expr):
+        return _parameter_default(values, expr, depth)
+    assigned = resolve_value(expr, at, values.tree)
+    if assigned is not expr:
+        return device_cuda(values, assigned, assigned, depth + 1)
+    if isinstance(expr, ast.Name):
+        imported = _imported(values, expr)
+        if imported is not Cuda.NO:
+            return imported
+        return _parameter_default(values, expr, depth)
+    return Cuda.NO
+
+
+def _imported(values: Values, name: ast.Name) -> Cuda:
+    """A module-level device constant of another project file."""
+    if name.id not in values.imports.names:
+        return Cuda.NO
+    project = values.project  # may raise NeedsProject: the engine asks again
+    if project is None:
+        return Cuda.NO
+    ref = project.ref(values.path, name.id)
+    found = project.constant(ref) if ref is not None else None
+    if found == "cuda":
+        return Cuda.YES
+    return Cuda.MAYBE if found == "maybe-cuda" else Cuda.NO
+
+
+def _is_parameter(name: ast.Name) -> bool:
+    """A parameter of the enclosing function that the function never
+    reassigns (resolve_value would look past it, to a module-level name)."""
+    fn = enclosing_function(name)
+    if fn is None:
+        return False
+    args = fn.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    if name.id not in names:
+        return False
+    return assigned_value(name.id, name, fn) is None
+
+
+def _parameter_default(values: Values, name: ast.Name, depth: int) -> Cuda:
+    """A parameter's default may be overridden by the caller: MAYBE at most."""
+    fn = enclosing_function(name)
+    if fn is None:
+        return Cuda.NO
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    with_default = positional[len(positional) - len(args.defaults) :]
+    defaults: dict[str, ast.expr] = {
+        a.arg: d for a, d in zip(with_default, args.defaults, strict=True)
+    }
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = default
+    default = defaults.get(name.id)
+    if default is None:
+        return Cuda.NO
+    found = device_cuda(values, default, default, depth + 1)
+    return Cuda.MAYBE if found > Cuda.NO else Cuda.NO
