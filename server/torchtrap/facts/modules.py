@@ -132,7 +132,7 @@ def enclosing_method(
     a class."""
     function = enclosing_function(node)
     while function is not None:
-        cls = _parent_class(function)
+        cls = parent_class(function)
         if cls is not None:
             return function, cls
         function = enclosing_function(function)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import ancestors, walk, walk_scope
 from torchtrap.facts.intent import says
-from torchtrap.facts.modules import enclosing_method, inert_layer, self_name
+from torchtrap.facts.modules import call_argument, enclosing_method, inert_layer, self_name
 from torchtrap.findings import Applicability, Edit, Finding, Fix, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
@@ -171,10 +171,10 @@ class DropoutIgnoresEval(Rule):
     def _functional(self, call: ast.Call, name: str, me: str, info: ClassInfo) -> Finding | None:
         if _unpacked(call):
             return None
-        p = _argument(call, "p", 1)
+        p = call_argument(call, "p", 1)
         if isinstance(p, ast.Constant) and p.value in (0, 0.0):
             return None
-        training = _argument(call, "training", 2)
+        training = call_argument(call, "training", 2)
         spelled = self.ctx.source.segment(self.ctx.range(call.func))
         spelled = spelled if len(spelled) <= 16 else name
         fix = self._add_training(call, me, unsafe=not FUNCTIONAL[name])
@@ -210,7 +210,7 @@ class DropoutIgnoresEval(Rule):
             if head == "torch.nn" and last in LAYERS and not inert_layer(last, node):
                 return True
             if head == "torch.nn.functional" and last in FUNCTIONAL:
-                training = _argument(node, "training", 2)
+                training = call_argument(node, "training", 2)
                 if isinstance(training, ast.Attribute) and training.attr == "training":
                     return True
         return False
@@ -257,11 +257,11 @@ class DropoutIgnoresEval(Rule):
             names = ModuleNames(source, ctx.tree, ctx.facts.index)
             ref = names.reference(_F + function) or f"torch.nn.functional.{function}"
             parts = [source.segment(source.node_range(applied.args[0]))]
-            p = _argument(layer, "p", 0)
+            p = call_argument(layer, "p", 0)
             if p is not None:
                 parts.append(source.segment(source.node_range(p)))
             parts.append(f"training={me}.training")
-            inplace = _argument(layer, "inplace", 1)
+            inplace = call_argument(layer, "inplace", 1)
             if inplace is not None:
                 parts.append(f"inplace={source.segment(source.node_range(inplace))}")
             text = f"{ref}({', '.join(parts)})"
@@ -526,13 +526,6 @@ class DropoutIgnoresEval(Rule):
             note="alpha_dropout defaults to training=False",
         ),
     )
-
-
-def _argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    return call.args[position] if len(call.args) > position else None
 
 
 def _unpacked(call: ast.Call) -> bool:

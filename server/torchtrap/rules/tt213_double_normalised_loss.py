@@ -7,8 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
-from torchtrap.facts.modules import ModelFacts
-from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, unsafe_title
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -124,7 +122,6 @@ class DoubleNormalisedLoss(Rule):
     )
 
     def check(self) -> Iterable[Finding]:
-        models: ModelFacts | None = None
         imports = self.ctx.facts.imports
         calls = self.ctx.facts.index.of(ast.Call)
         # Names a loss module is stored under (`criterion = nn.CrossEntropyLoss()`,
@@ -136,8 +133,7 @@ class DoubleNormalisedLoss(Rule):
             if loss is None and (qualname is None or isinstance(call.func, ast.Call)):
                 if not _may_be_loss_call(call, holders):
                     continue
-                models = models or ModelFacts(TensorFacts(self.ctx.facts))
-                origin = models.model_constructor(call.func, call)
+                origin = self.ctx.values.models.model_constructor(call.func, call)
                 built = imports.qualname(origin.call.func) if origin is not None else None
                 loss = MODULES.get(built) if built is not None else None
             if loss is None:
