@@ -152,13 +152,11 @@ class DropoutIgnoresEval(Rule):
                 continue
             if method.name.startswith(_TRAINING_ONLY):
                 continue
-            if _guarded(call) or self._monte_carlo(call, method, cls):
-                continue
             if kind == "functional":
                 finding = self._functional(call, last, me, info)
             else:
                 finding = self._layer(call, last, method, me)
-            if finding is None:
+            if finding is None or _guarded(call) or self._monte_carlo(call, method, cls):
                 continue
             if cls.name not in modules:
                 modules[cls.name] = is_module_class(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
@@ -122,22 +122,7 @@ class DoubleNormalisedLoss(Rule):
     )
 
     def check(self) -> Iterable[Finding]:
-        imports = self.ctx.facts.imports
-        calls = self.ctx.facts.index.of(ast.Call)
-        # Names a loss module is stored under (`criterion = nn.CrossEntropyLoss()`,
-        # `self.loss_fn = ...`): only calls of those can be calls of a loss module.
-        holders = {_stored_name(c) for c in calls if imports.qualname(c.func) in MODULES}
-        for call in calls:
-            qualname = imports.qualname(call.func)
-            loss = FUNCTIONS.get(qualname) if qualname is not None else None
-            if loss is None and (qualname is None or isinstance(call.func, ast.Call)):
-                if not _may_be_loss_call(call, holders):
-                    continue
-                origin = self.ctx.values.models.model_constructor(call.func, call)
-                built = imports.qualname(origin.call.func) if origin is not None else None
-                loss = MODULES.get(built) if built is not None else None
-            if loss is None:
-                continue
+        for call, loss in self._loss_calls():
             arg = _input(call)
             if arg is None:
                 continue
@@ -152,6 +137,40 @@ class DoubleNormalisedLoss(Rule):
             ):
                 continue
             yield self._finding(call, arg, loss, prob)
+
+    def _loss_calls(self) -> Iterator[tuple[ast.Call, _Loss]]:
+        """Calls of a loss function, and calls of a loss module: only names a
+        loss module is stored under (`criterion = nn.CrossEntropyLoss()`,
+        `self.loss_fn = ...`) can be, and the value layer confirms them."""
+        imports = self.ctx.facts.imports
+        by_name = self.ctx.facts.calls_by_name
+        for qualname, loss in FUNCTIONS.items():
+            for name in {qualname.rpartition(".")[2], *imports.local_names_for(qualname)}:
+                for call in by_name.get(name, ()):
+                    if imports.qualname(call.func) == qualname:
+                        yield call, loss
+        holders: set[str] = set()
+        for qualname, loss in MODULES.items():
+            for name in {qualname.rpartition(".")[2], *imports.local_names_for(qualname)}:
+                for built in by_name.get(name, ()):
+                    if imports.qualname(built.func) != qualname:
+                        continue
+                    outer = parent(built)
+                    if isinstance(outer, ast.Call) and outer.func is built:
+                        yield outer, loss  # nn.CrossEntropyLoss()(out, y)
+                    holder = _stored_name(built)
+                    if holder is not None:
+                        holders.add(holder)
+        models = self.ctx.values.models
+        for holder in sorted(holders):
+            for call in by_name.get(holder, ()):
+                if not call.args and not call.keywords:
+                    continue
+                origin = models.model_constructor(call.func, call)
+                built_name = imports.qualname(origin.call.func) if origin is not None else None
+                found = MODULES.get(built_name) if built_name is not None else None
+                if found is not None:
+                    yield call, found
 
     def _finding(self, call: ast.Call, arg: ast.expr, loss: _Loss, prob: Probability) -> Finding:
         given = f"the model's {prob.kind} output" if prob.module else f"this {prob.kind} output"
@@ -427,17 +446,6 @@ class DoubleNormalisedLoss(Rule):
             note="a model whose forward ends in Softmax: flagged, no fix",
         ),
     )
-
-
-def _may_be_loss_call(call: ast.Call, holders: set[str | None]) -> bool:
-    """``criterion(out, y)``, ``self.loss_fn(out, y)``, ``nn.CrossEntropyLoss()(out, y)``."""
-    if not call.args and not call.keywords:
-        return False
-    func = call.func
-    if isinstance(func, ast.Call):
-        return True
-    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-    return name is not None and name in holders
 
 
 def _stored_name(call: ast.Call) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import ancestors, enclosing_function, walk, walk_scope
 from torchtrap.facts.intent import says
-from torchtrap.facts.modules import STATELESS_LAYERS
+from torchtrap.facts.modules import STATELESS_LAYERS, enclosing_method
 from torchtrap.facts.tensors import MODULE_SELF_METHODS
 from torchtrap.findings import Applicability, Edit, Finding, Fix, unsafe_title
 from torchtrap.fixes.names import ModuleNames
@@ -32,6 +33,8 @@ _HANDLES_ITS_MEMBERS = frozenset(
     {"parameters", "named_parameters", "state_dict", "_apply", "children", "named_children"}
     | {"modules", "named_modules", "to", "cuda", "_save_to_state_dict"}
 )
+_BUILTINS = frozenset(dir(builtins))
+_SHAPES = (ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp, ast.Call)
 _ADDS = frozenset({"append", "extend", "insert"})
 # What nn.ModuleList / nn.ModuleDict support of a list's / dict's methods.
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "index"})
@@ -145,13 +148,18 @@ class UnregisteredSubmodules(Rule):
 
     def check(self) -> Iterable[Finding]:
         classes = self.ctx.facts.classes
-        for info in classes.classes.values():
-            if any(m in info.methods for m in _HANDLES_ITS_MEMBERS):
+        for cls, attributes in self._plain_containers().items():
+            info = classes.get(cls.name)
+            if info is None or info.node is not cls:
                 continue
-            attributes = self._plain_containers(info)
-            if not attributes:
+            if classes.is_dataset(info) or any(m in info.methods for m in _HANDLES_ITS_MEMBERS):
                 continue
-            found = [a for a in attributes.values() if self._holds_members(info, a)]
+            uses, annotations = _uses_in_class(info, set(attributes))
+            found = [
+                a
+                for a in attributes.values()
+                if self._holds_members(info, a, uses.get(a.name, []), annotations.get(a.name))
+            ]
             if not found:
                 continue
             if not is_module_class(info, classes, self.ctx.project, self.ctx.path):
@@ -160,43 +168,44 @@ class UnregisteredSubmodules(Rule):
                 yield from self._findings(info, attribute)
 
     # -- what the class does with each attribute ------------------------------------
-    def _plain_containers(self, info: ClassInfo) -> dict[str, _Attribute]:
-        """``self.x = <list/tuple/dict display or comprehension>`` in any method."""
-        found: dict[str, _Attribute] = {}
-        for method in info.methods.values():
-            for node in walk_scope(method):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target, value = node.targets[0], node.value
-                elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                    target, value = node.target, node.value
-                else:
+    def _plain_containers(self) -> dict[ast.ClassDef, dict[str, _Attribute]]:
+        """``self.x = <list/tuple/dict display or comprehension>`` in a method,
+        by class (from the shared index: no walk of its own)."""
+        found: dict[ast.ClassDef, dict[str, _Attribute]] = {}
+        index = self.ctx.facts.index
+        for node in index.of_types(ast.Assign, ast.AnnAssign):
+            value = node.value  # type: ignore[attr-defined]
+            if not isinstance(value, _SHAPES):
+                continue
+            if isinstance(node, ast.Assign):
+                if len(node.targets) != 1:
                     continue
-                if not _is_self_attribute(target):
-                    continue
-                shape = _container_shape(value)
-                if shape is not None:
-                    assert isinstance(target, ast.Attribute)
-                    attribute = found.setdefault(target.attr, _Attribute(target.attr))
-                    attribute.made.append((node, target, value, shape))
+                target = node.targets[0]
+            else:
+                target = node.target  # type: ignore[attr-defined]
+            if not isinstance(target, ast.Attribute) or not _is_self_attribute(target):
+                continue
+            shape = _container_shape(value)
+            if shape is None:
+                continue
+            method = enclosing_method(node)
+            if method is None:
+                continue
+            attributes = found.setdefault(method[1], {})
+            attribute = attributes.setdefault(target.attr, _Attribute(target.attr))
+            attribute.made.append((node, target, value, shape))  # type: ignore[arg-type]
         return found
 
-    def _holds_members(self, info: ClassInfo, attribute: _Attribute) -> bool:
+    def _holds_members(
+        self,
+        info: ClassInfo,
+        attribute: _Attribute,
+        uses: list[ast.Attribute],
+        annotated: str | None,
+    ) -> bool:
         self._attribute = attribute
-        name = attribute.name
-        for node in walk(info.node):
-            if isinstance(node, ast.AnnAssign):
-                kind = _annotated_kind(node.annotation)
-                target = node.target
-                if kind and (
-                    (isinstance(target, ast.Attribute) and _is_self_attribute(target))
-                    and target.attr == name
-                    or (isinstance(target, ast.Name) and target.id == name)
-                ):
-                    attribute.annotated = kind
-            if not isinstance(node, (ast.Attribute)) or not _is_self_attribute(node):
-                continue
-            if node.attr != name:
-                continue
+        attribute.annotated = annotated
+        for node in uses:
             use = next(ancestors(node), None)
             if self._wrapped_or_registered(node, use, info):
                 return False
@@ -269,10 +278,20 @@ class UnregisteredSubmodules(Rule):
             node = node.func.value
         if isinstance(node, ast.Name):
             if not self._fresh_local(node):
+                if self._attribute is not None and _stored_elsewhere(node):
+                    self._attribute.references = True  # an index of members kept elsewhere
                 return None
         elif not isinstance(node, ast.Call):
             return None
         if isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Name)
+                and func.id in _BUILTINS
+                and func.id not in self.ctx.facts.imports.names
+                and not self.ctx.facts.classes.get(func.id)
+            ):
+                return None  # `int(...)`, `str(...)`: not a module
             qualname = self.ctx.facts.imports.qualname(node.func) or ""
             if qualname in PARAMETER_CLASSES:
                 return "parameter"
@@ -313,13 +332,20 @@ class UnregisteredSubmodules(Rule):
             plain = _PLAIN[shape]
             container = _CONTAINER[(kind, plain)]
             what = "modules" if kind == "module" else "Parameters"
-            skipped = "`parameters()`, `state_dict`, `.to()`"
+            skipped = (
+                "`parameters()`, `.to()`, `.eval()`, `state_dict`"
+                if kind == "module"
+                else "`parameters()`, `.to()`, `state_dict`"
+            )
             message = (
-                f"`self.{attribute.name}`: {what} in a plain {plain} are not trained, saved or "
-                f"moved ({skipped} skip them)"
+                f"`self.{attribute.name}`: {what} in a plain {plain} are unregistered: "
+                f"{skipped} skip them"
             )
             if len(message) > 120:
-                message = message.rsplit(" (", 1)[0]
+                message = (
+                    f"`self.{attribute.name}`: {what} in a plain {plain} are unregistered "
+                    "(not trained, saved or moved)"
+                )
             fixes = []
             if self._fixable(attribute, kinds, plain):
                 fixes = [self._wrap_fix(value, container, plain)]
@@ -431,6 +457,16 @@ class UnregisteredSubmodules(Rule):
                     # a plain list on purpose: the EMA copy stays out of state_dict
                     self.ema = [nn.Linear(4, 4)]
 
+            class Network(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self._layers = nn.ModuleList()
+                    self._layers_by_name: Dict[str, nn.Module] = {}
+
+                def append_layer(self, layer, name):
+                    self._layers.append(layer)
+                    self._layers_by_name[name] = layer
+
             class Attention(nn.Module):
                 k_in_proj: Dict[str, nn.Linear]
 
@@ -439,8 +475,8 @@ class UnregisteredSubmodules(Rule):
                     self.k_proj = nn.Linear(4, 4)
                     self.k_in_proj = {"monotonic": self.k_proj}
             """,
-            note="a module passed in, references to registered layers (also annotated: fairseq's "
-            "monotonic attention), kept out on purpose",
+            note="a module passed in, references to registered layers (also annotated: texar's "
+            "network index, fairseq's monotonic attention), kept out on purpose",
         ),
         Valid(
             """
@@ -493,7 +529,7 @@ class UnregisteredSubmodules(Rule):
                     return self.head(x)
             """,
             line=7,
-            message_contains="`self.blocks`: modules in a plain list are not trained",
+            message_contains="`self.blocks`: modules in a plain list are unregistered",
             fixed="""
             import torch.nn as nn
 
@@ -608,6 +644,61 @@ def _is_self_attribute(node: ast.AST) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def _uses_in_class(
+    info: ClassInfo, names: set[str]
+) -> tuple[dict[str, list[ast.Attribute]], dict[str, str]]:
+    """One walk of the class: the ``self.<name>`` nodes of ``names``, and
+    what ``List[nn.Module]``-like annotations say each holds."""
+    uses: dict[str, list[ast.Attribute]] = {}
+    annotations: dict[str, str] = {}
+    for node in walk(info.node):
+        if isinstance(node, ast.Attribute):
+            if node.attr in names and _is_self_attribute(node):
+                uses.setdefault(node.attr, []).append(node)
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            if isinstance(target, ast.Attribute) and _is_self_attribute(target):
+                name = target.attr
+            elif isinstance(target, ast.Name):
+                name = target.id
+            else:
+                continue
+            kind = _annotated_kind(node.annotation) if name in names else None
+            if kind is not None:
+                annotations[name] = kind
+    return uses, annotations
+
+
+def _stored_elsewhere(name: ast.Name) -> bool:
+    """Is the member ``name`` also handed to another container of ``self`` or
+    stored on another attribute in its function (``self._layers.append(layer_)`` next to
+    ``self._layers_by_name[n] = layer_``)?"""
+    function = enclosing_function(name)
+    if function is None:
+        return False
+    here = next(ancestors(name), None)
+    for node in walk_scope(function):
+        if not isinstance(node, ast.Name) or node.id != name.id or node is name:
+            continue
+        up = next(ancestors(node), None)
+        if up is here:
+            continue
+        if (
+            isinstance(up, ast.Call)
+            and node in up.args
+            and isinstance(up.func, ast.Attribute)
+            and (_is_self_attribute(up.func.value) or _is_self_attribute_or_self(up.func.value))
+        ):
+            return True  # `self._layers.append(layer_)`, `self.add_module(n, layer_)`
+        if (
+            isinstance(up, ast.Assign)
+            and up.value is node
+            and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in up.targets)
+        ):
+            return True
+    return False
 
 
 def _container_shape(value: ast.expr) -> str | None:
