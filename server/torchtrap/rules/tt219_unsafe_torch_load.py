@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.imports import ImportTable, dotted_name
-from torchtrap.facts.index import enclosing_function, walk
+from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.findings import Applicability, Finding, Fix, unsafe_title
 from torchtrap.fixes.edits import keyword_value_edit
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -30,6 +30,8 @@ class UnsafeTorchLoad(Rule):
 
     Silent for `weights_only=True`, the default on torch >= 2.6, a
     `weights_only` the caller passes in (a variable), `**kwargs`,
+    a bare call under a test of `weights_only` (a fallback for a torch
+    without the parameter, taken when the caller asked for a full unpickle),
     `torch.jit.load` and safetensors (neither unpickles), a file the same
     function has just written with `torch.save` (a round trip), and test
     files (`test_*.py`, `conftest.py`, a `tests/` folder), which load what
@@ -106,7 +108,7 @@ class UnsafeTorchLoad(Rule):
                 node: ast.AST = weights_only
             else:
                 version = self.ctx.torch_version
-                if version is None or version >= SAFE_DEFAULT_FROM:
+                if version is None or version >= SAFE_DEFAULT_FROM or _caller_decides(call):
                     continue
                 shown = ".".join(str(v) for v in version[:2])
                 message = (
@@ -164,6 +166,21 @@ class UnsafeTorchLoad(Rule):
             """,
             config={"torch-version": "2.4"},
             note="the caller decides",
+        ),
+        Valid(
+            """
+            import torch
+
+            def _torch_load(path, weights_only=True):
+                try:
+                    return torch.load(path, weights_only=weights_only)
+                except TypeError:
+                    if not weights_only:
+                        return torch.load(path)
+                    raise
+            """,
+            config={"torch-version": "2.4"},
+            note="timm's fallback for a torch without `weights_only`, when the caller asked for it",
         ),
         Valid(
             """
@@ -279,6 +296,21 @@ def _is_test_file(path: str) -> bool:
         or name == "conftest.py"
         or any(p in _TEST_DIRS for p in parts[:-1])
     )
+
+
+def _caller_decides(call: ast.Call) -> bool:
+    """Under ``if not weights_only:`` (timm's fallback for a torch without the
+    parameter): the caller asked for a full unpickle."""
+    for node in ancestors(call):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(node, (ast.If, ast.IfExp)) and any(
+            (isinstance(n, ast.Name) and n.id == "weights_only")
+            or (isinstance(n, ast.Attribute) and n.attr == "weights_only")
+            for n in ast.walk(node.test)
+        ):
+            return True
+    return False
 
 
 def _pickle_module(call: ast.Call) -> bool:
