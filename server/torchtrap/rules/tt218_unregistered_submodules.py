@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
-from torchtrap.facts.index import ancestors, enclosing_function, walk, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.intent import says
-from torchtrap.facts.modules import STATELESS_LAYERS, enclosing_method
+from torchtrap.facts.modules import STATELESS_LAYERS, enclosing_method, parent_class_of
 from torchtrap.facts.tensors import MODULE_SELF_METHODS
 from torchtrap.findings import Applicability, Edit, Finding, Fix, unsafe_title
 from torchtrap.fixes.names import ModuleNames
@@ -148,13 +148,20 @@ class UnregisteredSubmodules(Rule):
 
     def check(self) -> Iterable[Finding]:
         classes = self.ctx.facts.classes
-        for cls, attributes in self._plain_containers().items():
+        candidates = self._plain_containers()
+        if not candidates:
+            return
+        uses_by_class, annotations_by_class = self._uses(
+            {name for attributes in candidates.values() for name in attributes}
+        )
+        for cls, attributes in candidates.items():
             info = classes.get(cls.name)
             if info is None or info.node is not cls:
                 continue
             if classes.is_dataset(info) or any(m in info.methods for m in _HANDLES_ITS_MEMBERS):
                 continue
-            uses, annotations = _uses_in_class(info, set(attributes))
+            uses = uses_by_class.get(cls, {})
+            annotations = annotations_by_class.get(cls, {})
             found = [
                 a
                 for a in attributes.values()
@@ -195,6 +202,37 @@ class UnregisteredSubmodules(Rule):
             attribute = attributes.setdefault(target.attr, _Attribute(target.attr))
             attribute.made.append((node, target, value, shape))  # type: ignore[arg-type]
         return found
+
+    def _uses(
+        self, names: set[str]
+    ) -> tuple[
+        dict[ast.ClassDef, dict[str, list[ast.Attribute]]], dict[ast.ClassDef, dict[str, str]]
+    ]:
+        """The ``self.<name>`` nodes of ``names`` by class, and what
+        ``List[nn.Module]``-like annotations say each holds (from the shared
+        index: no walk of the classes)."""
+        uses: dict[ast.ClassDef, dict[str, list[ast.Attribute]]] = {}
+        annotations: dict[ast.ClassDef, dict[str, str]] = {}
+        index = self.ctx.facts.index
+        for node in index.of(ast.Attribute):
+            if node.attr in names and _is_self_attribute(node):
+                cls = parent_class_of(node)
+                if cls is not None:
+                    uses.setdefault(cls, {}).setdefault(node.attr, []).append(node)
+        for ann in index.of(ast.AnnAssign):
+            target = ann.target
+            if isinstance(target, ast.Attribute) and _is_self_attribute(target):
+                name, cls = target.attr, parent_class_of(ann)
+            elif isinstance(target, ast.Name) and isinstance(parent(ann), ast.ClassDef):
+                name, cls = target.id, parent(ann)  # type: ignore[assignment]
+            else:
+                continue
+            if name not in names or cls is None:
+                continue
+            kind = _annotated_kind(ann.annotation)
+            if kind is not None:
+                annotations.setdefault(cls, {})[name] = kind
+        return uses, annotations
 
     def _holds_members(
         self,
@@ -644,31 +682,6 @@ def _is_self_attribute(node: ast.AST) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
-
-
-def _uses_in_class(
-    info: ClassInfo, names: set[str]
-) -> tuple[dict[str, list[ast.Attribute]], dict[str, str]]:
-    """One walk of the class: the ``self.<name>`` nodes of ``names``, and
-    what ``List[nn.Module]``-like annotations say each holds."""
-    uses: dict[str, list[ast.Attribute]] = {}
-    annotations: dict[str, str] = {}
-    for node in walk(info.node):
-        if isinstance(node, ast.Attribute):
-            if node.attr in names and _is_self_attribute(node):
-                uses.setdefault(node.attr, []).append(node)
-        elif isinstance(node, ast.AnnAssign):
-            target = node.target
-            if isinstance(target, ast.Attribute) and _is_self_attribute(target):
-                name = target.attr
-            elif isinstance(target, ast.Name):
-                name = target.id
-            else:
-                continue
-            kind = _annotated_kind(node.annotation) if name in names else None
-            if kind is not None:
-                annotations[name] = kind
-    return uses, annotations
 
 
 def _stored_elsewhere(name: ast.Name) -> bool:
