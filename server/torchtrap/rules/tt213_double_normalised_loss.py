@@ -340,6 +340,60 @@ class DoubleNormalisedLoss(Rule):
             """,
             note="a probability on some paths only; a scaled probability",
         ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class AdversarialNetwork(nn.Module):
+              def __init__(self, in_feature, hidden_size):
+                super(AdversarialNetwork, self).__init__()
+
+                self.ad_layer1 = nn.Linear(in_feature, hidden_size)
+                self.ad_layer2 = nn.Linear(hidden_size, hidden_size)
+                self.ad_layer3 = nn.Linear(hidden_size, 1)
+
+                self.relu1 = nn.ReLU()
+                self.relu2 = nn.ReLU()
+
+                self.dropout1 = nn.Dropout(0.5)
+                self.dropout2 = nn.Dropout(0.5)
+
+                self.sigmoid = nn.Sigmoid()
+
+                self.iter_num = 0
+                self.alpha = 10
+                self.low = 0.0
+                self.high = 1.0
+                self.max_iter = 10000.0
+
+              def forward(self, x):
+                if self.training:
+                    self.iter_num += 1
+                x = x * 1.0
+                x = self.ad_layer1(x)
+                x = self.relu1(x)
+                x = self.dropout1(x)
+                x = self.ad_layer2(x)
+                x = self.relu2(x)
+                x = self.dropout2(x)
+                y = self.ad_layer3(x)
+                y = self.sigmoid(y)
+
+                return y
+
+              def output_num(self):
+                return 1
+
+              def get_parameters(self):
+                return [{
+                "params":self.parameters(), "lr_mult":10, 'decay_mult':2}]
+
+            def domain_loss(features, labels):
+                ad_net = AdversarialNetwork(256, 1024)
+                return nn.BCELoss()(ad_net(features), labels)
+            """,
+            note="CDAN's discriminator ends in Sigmoid and feeds BCELoss: correct",
+        ),
     )
     invalid = (
         Invalid(
