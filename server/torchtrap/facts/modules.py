@@ -166,3 +166,47 @@ def parent_class_of(node: ast.AST) -> ast.ClassDef | None:
             return cls
         function = enclosing_function(function)
     return None
+
+
+def enclosing_method(
+    node: ast.AST,
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef] | None:
+    """The method (a function defined directly in a class) that ``node`` is
+    in, also through functions nested in it, with its class; None outside
+    a class."""
+    function = enclosing_function(node)
+    while function is not None:
+        cls = parent_class(function)
+        if cls is not None:
+            return function, cls
+        function = enclosing_function(function)
+    return None
+
+
+def self_name(method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name of an instance method's first parameter; None for static
+    and class methods and methods without parameters."""
+    for decorator in method.decorator_list:
+        if isinstance(decorator, ast.Name) and decorator.id in ("staticmethod", "classmethod"):
+            return None
+    params = [*method.args.posonlyargs, *method.args.args]
+    return params[0].arg if params else None
+
+
+# torch.nn layers that hold no parameters and no buffers: losing them from
+# `parameters()`/`state_dict()` loses nothing (Dropout still follows the mode).
+STATELESS_LAYERS = words(
+    """
+    ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax Softmax2d LogSoftmax
+    Softmin Softplus Softsign Softshrink Hardshrink Hardtanh Hardswish Hardsigmoid Tanhshrink
+    Threshold GLU LogSigmoid Identity Flatten Unflatten Upsample UpsamplingNearest2d
+    UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle CosineSimilarity
+    PairwiseDistance MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
+    AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+    AdaptiveMaxPool3d LPPool1d LPPool2d LPPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d
+    ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d
+    ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+    CircularPad1d CircularPad2d CircularPad3d Fold Unfold
+    Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout
+    """
+)

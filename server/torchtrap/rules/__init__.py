@@ -21,6 +21,10 @@ from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
 from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
 from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
+from torchtrap.rules.tt212_dropout_ignores_eval import DropoutIgnoresEval
+from torchtrap.rules.tt213_double_normalised_loss import DoubleNormalisedLoss
+from torchtrap.rules.tt218_unregistered_submodules import UnregisteredSubmodules
+from torchtrap.rules.tt219_unsafe_torch_load import UnsafeTorchLoad
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -41,6 +45,10 @@ ALL_RULES: list[type[Rule]] = [
     NumpyRemovedAlias,
     AutogradVariable,
     LenLoaderAsSampleCount,
+    DropoutIgnoresEval,
+    DoubleNormalisedLoss,
+    UnregisteredSubmodules,
+    UnsafeTorchLoad,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -1,0 +1,336 @@
+"""TT219: `torch.load` that unpickles anything (CWE-502)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchtrap.facts.imports import ImportTable, dotted_name
+from torchtrap.facts.index import ancestors, enclosing_function, walk
+from torchtrap.findings import Applicability, Finding, Fix, unsafe_title
+from torchtrap.fixes.edits import keyword_value_edit
+from torchtrap.rules.base import Invalid, Rule, Valid
+
+LOADS = frozenset({"torch.load", "torch.serialization.load"})
+SAVES = frozenset({"torch.save", "torch.serialization.save"})
+# torch 2.6 made `weights_only=True` the default (pytorch #137602).
+SAFE_DEFAULT_FROM = (2, 6)
+WEIGHTS_ONLY_FROM = (1, 13)  # the parameter's first release
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+class UnsafeTorchLoad(Rule):
+    """Flags `torch.load` calls that unpickle arbitrary objects.
+
+    ## What it does
+    Flags `torch.load(...)` (also `torch.serialization.load`, under any
+    import of it) with `weights_only=False`, and without `weights_only`
+    when the project's torch is older than 2.6 (the `torch-version` in
+    `[tool.torchtrap]`, else the installed torch, else a pin; unknown: silent).
+
+    Silent for `weights_only=True`, the default on torch >= 2.6, a
+    `weights_only` the caller passes in (a variable), `**kwargs`,
+    a bare call under a test of `weights_only` (a fallback for a torch
+    without the parameter, taken when the caller asked for a full unpickle),
+    `torch.jit.load` and safetensors (neither unpickles), a file the same
+    function has just written with `torch.save` (a round trip), and test
+    files (`test_*.py`, `conftest.py`, a `tests/` folder), which load what
+    the suite itself saved.
+
+    ## Why is this bad?
+    `torch.load` with `weights_only=False` is `pickle.load`: a checkpoint
+    file can name any callable with arguments, and loading it calls it
+    (CWE-502). Measured with torch 2.13: a file whose object's `__reduce__`
+    writes a marker file writes it during `torch.load(path, weights_only=False)`,
+    before any of the "checkpoint" is used; `weights_only=True` refuses it
+    with an `UnpicklingError` and loads tensors, state dicts, and plain
+    containers of numbers and strings as before. Before torch 2.6 the
+    default was `weights_only=False`, so a bare `torch.load(path)` runs such
+    code too; a checkpoint downloaded from a hub, a shared drive or an issue
+    is enough.
+
+    Fix: `weights_only=True`, offered from torch 1.13 (the parameter's first
+    release) and not with a `pickle_module` (unsafe: a checkpoint that pickles whole
+    objects, such as a model saved with `torch.save(model)` or custom
+    classes, no longer loads: save `model.state_dict()` instead, or allow
+    trusted classes with `torch.serialization.add_safe_globals`).
+
+    ## Example
+    ```python
+    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(checkpoint["model"])
+    ```
+
+    ## Use instead
+    ```python
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(checkpoint["model"])
+    ```
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.load.html
+    - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
+    - https://cwe.mitre.org/data/definitions/502.html
+    - https://github.com/pytorch/pytorch/pull/137602
+    """
+
+    code = "TT219"
+    name = "unsafe-torch-load"
+    summary = "`torch.load` that unpickles anything: a checkpoint from elsewhere runs code on load"
+    fact = (
+        "Measured with torch 2.13: an object whose `__reduce__` writes a file runs during "
+        "`torch.load(weights_only=False)`; `weights_only=True` refuses it."
+    )
+    requires_text = ("load",)
+
+    def check(self) -> Iterable[Finding]:
+        if _is_test_file(self.ctx.path):
+            return
+        imports = self.ctx.facts.imports
+        names = {"load"}.union(*(imports.local_names_for(q) for q in LOADS))
+        calls_by_name = self.ctx.facts.calls_by_name
+        for call in (c for name in sorted(names) for c in calls_by_name.get(name, ())):
+            if imports.qualname(call.func) not in LOADS:
+                continue
+            if any(kw.arg is None for kw in call.keywords):
+                continue  # `**kwargs`: the caller decides
+            weights_only = next((kw for kw in call.keywords if kw.arg == "weights_only"), None)
+            if weights_only is not None:
+                if not (
+                    isinstance(weights_only.value, ast.Constant)
+                    and weights_only.value.value is False
+                ):
+                    continue
+                message = (
+                    "`weights_only=False` runs any code pickled in the checkpoint (CWE-502); "
+                    "load weights only, save a `state_dict`"
+                )
+                node: ast.AST = weights_only
+            else:
+                version = self.ctx.torch_version
+                if version is None or version >= SAFE_DEFAULT_FROM or _caller_decides(call):
+                    continue
+                shown = ".".join(str(v) for v in version[:2])
+                message = (
+                    f"`torch.load` on torch {shown} defaults to `weights_only=False`: runs any "
+                    "code pickled in the checkpoint (CWE-502)"
+                )
+                node = call.func
+            if _round_trip(call, imports):
+                continue
+            yield self.finding(node, message, fixes=self._fixes(call))
+
+    def _fixes(self, call: ast.Call) -> list[Fix]:
+        version = self.ctx.torch_version
+        if (version is not None and version < WEIGHTS_ONLY_FROM) or _pickle_module(call):
+            # No `weights_only` before 1.13; with a `pickle_module` it raises.
+            return []
+        source = self.ctx.source
+        return [
+            Fix(
+                unsafe_title(
+                    "Load with `weights_only=True`",
+                    "a checkpoint of whole pickled objects no longer loads; save a `state_dict`",
+                ),
+                Applicability.UNSAFE,
+                build=lambda: [keyword_value_edit(source, call, "weights_only", "True")],
+            )
+        ]
+
+    valid = (
+        Valid(
+            """
+            import torch
+
+            state = torch.load("model.pt", map_location="cpu", weights_only=True)
+            """,
+            note="weights only",
+        ),
+        Valid(
+            """
+            import torch
+
+            state = torch.load("model.pt", map_location="cpu")
+            """,
+            config={"torch-version": "2.6"},
+            note="torch >= 2.6 loads weights only by default",
+        ),
+        Valid(
+            """
+            import torch
+
+            def load(path, weights_only=True, **kwargs):
+                a = torch.load(path, weights_only=weights_only)
+                b = torch.load(path, **kwargs)
+                return a, b
+            """,
+            config={"torch-version": "2.4"},
+            note="the caller decides",
+        ),
+        Valid(
+            """
+            import torch
+
+            def _torch_load(path, weights_only=True):
+                try:
+                    return torch.load(path, weights_only=weights_only)
+                except TypeError:
+                    if not weights_only:
+                        return torch.load(path)
+                    raise
+            """,
+            config={"torch-version": "2.4"},
+            note="timm's fallback for a torch without `weights_only`, when the caller asked for it",
+        ),
+        Valid(
+            """
+            import torch
+            from safetensors.torch import load_file
+
+            scripted = torch.jit.load("model.ts")
+            weights = load_file("model.safetensors")
+            """,
+            config={"torch-version": "2.4"},
+            note="TorchScript and safetensors do not unpickle",
+        ),
+        Valid(
+            """
+            import pickle
+            import json
+
+            def load(path):
+                return json.load(open(path))
+
+            cfg = load("cfg.json")
+            """,
+            config={"torch-version": "2.4"},
+            note="another library's `load`",
+        ),
+        Valid(
+            """
+            import torch
+
+            def roundtrip(obj, tmp):
+                path = tmp / "obj.pt"
+                torch.save(obj, path)
+                return torch.load(path, weights_only=False)
+            """,
+            note="a file the same function just wrote",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+
+            checkpoint = torch.load("ckpt.pt", map_location="cpu", weights_only=False)
+            """,
+            line=4,
+            message_contains="runs any code pickled",
+            fixed="""
+            import torch
+
+            checkpoint = torch.load("ckpt.pt", map_location="cpu", weights_only=True)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def restore(model, path):
+                model.load_state_dict(torch.load(path))
+            """,
+            line=5,
+            config={"torch-version": "2.4"},
+            message_contains="on torch 2.4 defaults to `weights_only=False`",
+            fixed="""
+            import torch
+
+            def restore(model, path):
+                model.load_state_dict(torch.load(path, weights_only=True))
+            """,
+        ),
+        Invalid(
+            """
+            from torch import load as torch_load
+
+            def restore(path):
+                return torch_load(
+                    path,
+                    map_location="cpu",
+                )
+            """,
+            line=5,
+            config={"torch-version": "1.13"},
+            fixed="""
+            from torch import load as torch_load
+
+            def restore(path):
+                return torch_load(
+                    path,
+                    map_location="cpu",
+                    weights_only=True,
+                )
+            """,
+            note="under an alias, a call over several lines",
+        ),
+        Invalid(
+            """
+            import torch
+
+            state = torch.load("model.pth")
+            """,
+            line=4,
+            config={"torch-version": "1.8"},
+            note="before torch 1.13 there is no `weights_only` to pass: flagged, no fix",
+        ),
+    )
+
+
+def _is_test_file(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(p in _TEST_DIRS for p in parts[:-1])
+    )
+
+
+def _caller_decides(call: ast.Call) -> bool:
+    """Under ``if not weights_only:`` (timm's fallback for a torch without the
+    parameter): the caller asked for a full unpickle."""
+    for node in ancestors(call):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(node, (ast.If, ast.IfExp)) and any(
+            (isinstance(n, ast.Name) and n.id == "weights_only")
+            or (isinstance(n, ast.Attribute) and n.attr == "weights_only")
+            for n in ast.walk(node.test)
+        ):
+            return True
+    return False
+
+
+def _pickle_module(call: ast.Call) -> bool:
+    return len(call.args) >= 3 or any(kw.arg == "pickle_module" for kw in call.keywords)
+
+
+def _round_trip(call: ast.Call, imports: ImportTable) -> bool:
+    """``torch.save(x, path)`` earlier in the same function, with the same path expression."""
+    function = enclosing_function(call)
+    if function is None or not call.args:
+        return False
+    path = dotted_name(call.args[0]) or ast.dump(call.args[0])
+    for node in walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and node is not call
+            and len(node.args) >= 2
+            and imports.qualname(node.func) in SAVES
+            and (dotted_name(node.args[1]) or ast.dump(node.args[1])) == path
+            and node.lineno <= call.lineno
+        ):
+            return True
+    return False
