@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers, find_dataloaders
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex
+
+if TYPE_CHECKING:
+    from torchtrap.facts.loops import LoopFacts
 
 __all__ = [
     "ClassInfo",
@@ -53,6 +57,13 @@ class ModuleFacts:
             elif isinstance(func, ast.Name):
                 found.setdefault(func.id, []).append(call)
         return found
+
+    @cached_property
+    def loops(self) -> LoopFacts:
+        """A training loop's structure, shared by the loop rules."""
+        from torchtrap.facts.loops import LoopFacts
+
+        return LoopFacts(self)
 
     def dataloaders_for(self, dataset: ClassInfo) -> list[DataLoaderCall]:
         return [d for d in self.dataloaders if d.dataset_class is dataset]

@@ -21,6 +21,7 @@ from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
 from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
 from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
+from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -41,6 +42,7 @@ ALL_RULES: list[type[Rule]] = [
     NumpyRemovedAlias,
     AutogradVariable,
     LenLoaderAsSampleCount,
+    ClipScaledGradients,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -1,0 +1,606 @@
+"""A training loop's structure, for the loop rules (TT108, TT214-TT217).
+
+One question answered here for all of them: what runs in one iteration of a
+loop, in which order. :meth:`LoopFacts.iteration` lists the *events* of one
+pass through a loop's body in source (= execution) order: backward calls,
+optimizer and scaler steps, ``zero_grad``, ``unscale_``, gradient clipping,
+``train()``/``eval()``, ``set_epoch``, iterations over a value, and every
+other call. A call of a helper defined in this module (a module-level
+function by name, a method through ``self.name(...)``) is followed: its
+events come at the call's place, with the helper's parameters spelled as
+the caller's arguments, so ``validate(model)`` that calls ``m.eval()``
+gives an ``eval`` event on ``model``.
+
+The value questions (is this an optimizer, a ``GradScaler``, a
+``DistributedSampler``) are small functions at the end, on purpose: they
+answer from this module's bindings now (:class:`TensorFacts`), and can be
+switched to the value layer later without touching the rules.
+
+Evidence only: a call that is not followed (imported, a method of an unknown
+object) is an ``CALL`` event with its callee unknown, so a rule can stay
+silent when such a call may do what it looks for.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.index import ancestors, enclosing_function, parent
+from torchtrap.facts.tensors import TensorFacts
+
+if TYPE_CHECKING:
+    from torchtrap.facts import ModuleFacts
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+Loop = ast.For | ast.AsyncFor | ast.While
+
+BACKWARD = "backward"
+STEP = "step"
+ZERO_GRAD = "zero_grad"
+UNSCALE = "unscale"
+CLIP = "clip"
+EVAL = "eval"
+TRAIN = "train"
+SET_EPOCH = "set_epoch"
+ITERATE = "iterate"
+CALL = "call"
+
+CLIP_FUNCTIONS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_",
+        "torch.nn.utils.get_total_norm",
+    }
+)
+GRAD_SCALERS = frozenset(
+    {
+        "torch.cuda.amp.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.cpu.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.grad_scaler.GradScaler",
+    }
+)
+DISTRIBUTED_SAMPLERS = frozenset(
+    {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
+)
+# torch.optim's non-optimizer members.
+_NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+_OTHER_OPTIMIZERS = frozenset({"transformers.AdamW", "transformers.optimization.AdamW"})
+# Frameworks that run the loop (and zero, unscale, set the epoch) themselves.
+FRAMEWORK_BASES = frozenset(
+    {
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.pytorch.callbacks.Callback",
+        "pytorch_lightning.callbacks.Callback",
+        "lightning.Callback",
+        "pytorch_lightning.Callback",
+        "transformers.Trainer",
+        "transformers.TrainerCallback",
+    }
+)
+_ITERATION_WRAPPERS = frozenset(
+    {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"}
+)
+_MAX_DEPTH = 3
+_MAX_EVENTS = 4000  # a pathological file stops being followed, it does not hang
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value as the analysed loop's function sees it: the expression, where
+    it is evaluated (for the bindings), and its dotted spelling there
+    (``model``, ``self.model``, ``loader.sampler``); ``key`` is None for
+    anything else. Inside a followed helper, a parameter is the caller's
+    argument, so ``expr``/``at`` may lie in the caller."""
+
+    expr: ast.expr
+    at: ast.AST
+    key: str | None
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    node: ast.AST  # the call (or the assignment `p.grad = None`, or the loop)
+    receiver: Ref | None = None  # `opt` in `opt.step()`, `scaler` in `scaler.step(opt)`
+    args: tuple[Ref, ...] = ()  # the call's positional arguments
+    # Loops between the analysed loop and the event, outermost first.
+    loops: tuple[Loop, ...] = ()
+    # Helper calls that lead to the event, outermost first.
+    via: tuple[ast.Call, ...] = ()
+    conditional: bool = False  # under an `if`/`try`/`match` inside the analysed loop
+    callee: Function | None = None  # CALL: the helper followed, if any
+    scaled_by: Ref | None = None  # BACKWARD: the scaler of `scaler.scale(loss).backward()`
+    extra: tuple[str, ...] = field(default=())  # TRAIN: "restores" for `m.train(was)`
+
+    @property
+    def statement(self) -> ast.stmt | None:
+        """The statement of the analysed function this event sits in (the
+        outermost helper call's statement when reached through one)."""
+        node: ast.AST | None = self.via[0] if self.via else self.node
+        while node is not None and not isinstance(node, ast.stmt):
+            node = parent(node)
+        return node
+
+
+class LoopFacts:
+    """Per-module cache (``ModuleFacts.loops``), shared by the loop rules."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.imports = facts.imports
+        self.tensors = TensorFacts(facts)
+        self._iterations: dict[int, list[Event]] = {}
+        self._functions: dict[str, Function] | None = None
+
+    # -- loops --------------------------------------------------------------------
+    def loops(self) -> list[Loop]:
+        index = self.facts.index
+        found: list[Loop] = [*index.of(ast.For), *index.of(ast.AsyncFor), *index.of(ast.While)]
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+        return found
+
+    def iteration(self, loop: Loop) -> list[Event]:
+        """The events of one pass through ``loop``'s body, helpers followed."""
+        key = id(loop)
+        if key not in self._iterations:
+            walker = _Walker(self)
+            walker.body(loop.body, _Frame(loop))
+            self._iterations[key] = walker.events
+        return self._iterations[key]
+
+    def function_events(self, function: Function | ast.Module) -> list[Event]:
+        """The events of a whole function (or module) body, helpers followed."""
+        key = id(function)
+        if key not in self._iterations:
+            walker = _Walker(self)
+            walker.body(function.body, _Frame(None))
+            self._iterations[key] = walker.events
+        return self._iterations[key]
+
+    def enclosing_loops(self, node: ast.AST) -> list[Loop]:
+        """Loops around ``node`` in its own function, innermost first."""
+        out: list[Loop] = []
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(anc, LOOP_TYPES) and not _in_orelse(node, anc):
+                out.append(anc)
+        return out
+
+    # -- helpers ------------------------------------------------------------------
+    def callee(self, call: ast.Call) -> Function | None:
+        """The helper of this module a call runs: ``f(...)`` for a
+        module-level function defined once, ``self.f(...)`` for a method
+        of the caller's own class."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            if self.imports.qualname(func) is not None:
+                return None
+            return self._module_functions().get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id != "self":
+                return None
+            cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+            if cls is None:
+                return None
+            info = self.facts.classes.get(cls.name)
+            method = info.method(func.attr) if info is not None else None
+            return method
+        return None
+
+    def _module_functions(self) -> dict[str, Function]:
+        if self._functions is None:
+            counts: dict[str, int] = {}
+            found: dict[str, Function] = {}
+            for stmt in self.facts.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    counts[stmt.name] = counts.get(stmt.name, 0) + 1
+                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found[stmt.name] = stmt
+            self._functions = {n: f for n, f in found.items() if counts[n] == 1}
+        return self._functions
+
+    # -- value questions (to be answered by the value layer) ------------------------
+    def values(self, ref: Ref) -> list[tuple[ast.expr, ast.AST]] | None:
+        """What ``ref`` may hold: (value, where) pairs, None when unknown."""
+        expr = ref.expr
+        if isinstance(expr, ast.Call):
+            return [(expr, ref.at)]
+        return self.tensors.values_of(expr, ref.at)
+
+    def optimizer(self, ref: Ref) -> bool:
+        """Is ``ref`` evidently a torch optimizer (``torch.optim.SGD(...)``,
+        also through names and ``self`` attributes, or a parameter
+        annotated ``Optimizer``)?"""
+        if self._annotated(ref, ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")):
+            return True
+        values = self.values(ref)
+        return bool(values) and all(self._optimizer_value(v) for v, _ in values or ())
+
+    def _optimizer_value(self, value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        qualname = self.imports.qualname(value.func) or ""
+        if qualname in _OTHER_OPTIMIZERS:
+            return True
+        return (
+            qualname.startswith("torch.optim.")
+            and not qualname.startswith(_NOT_OPTIMIZERS)
+            and qualname.rsplit(".", 1)[-1][:1].isupper()
+        )
+
+    def scaler(self, ref: Ref) -> Scaler | None:
+        """The ``GradScaler(...)`` construction(s) ``ref`` holds, None when
+        it is not evidently one."""
+        values = self.values(ref)
+        if not values:
+            return None
+        calls: list[ast.Call] = []
+        for value, _ in values:
+            if not (
+                isinstance(value, ast.Call) and self.imports.qualname(value.func) in GRAD_SCALERS
+            ):
+                return None
+            calls.append(value)
+        return Scaler(tuple(calls))
+
+    def distributed_sampler(self, ref: Ref) -> ast.Call | None:
+        """The ``DistributedSampler(...)`` call ``ref`` holds, if evident."""
+        values = self.values(ref)
+        if not values or len(values) != 1:
+            return None
+        value = values[0][0]
+        if (
+            isinstance(value, ast.Call)
+            and self.imports.qualname(value.func) in DISTRIBUTED_SAMPLERS
+        ):
+            return value
+        return None
+
+    def _annotated(self, ref: Ref, qualnames: tuple[str, ...]) -> bool:
+        if not isinstance(ref.expr, ast.Name):
+            return False
+        reach = self.tensors.reaching(ref.expr.id, ref.at)
+        if reach is None or not reach.complete:
+            return False
+        return all(
+            b.annotation is not None and self.imports.qualname(b.annotation) in qualnames
+            for b in reach.bindings
+        )
+
+    def is_clip(self, call: ast.Call) -> bool:
+        return self.imports.qualname(call.func) in CLIP_FUNCTIONS
+
+    def in_framework(self, node: ast.AST) -> bool:
+        """Inside a class that Lightning or HF ``Trainer`` drives (its hooks
+        run in the framework's own loop, which zeroes, unscales and sets
+        the epoch)."""
+        for anc in ancestors(node):
+            if isinstance(anc, ast.ClassDef):
+                info = self.facts.classes.get(anc.name)
+                if info is not None and self.facts.classes.derives_from(info, FRAMEWORK_BASES):
+                    return True
+                if any(self.imports.qualname(b) in FRAMEWORK_BASES for b in anc.bases):
+                    return True
+        return False
+
+
+@dataclass(frozen=True)
+class Scaler:
+    """One or more ``GradScaler(...)`` constructions a value may hold."""
+
+    calls: tuple[ast.Call, ...]
+
+    @property
+    def flag(self) -> ast.expr | None:
+        """The ``enabled=`` expression when the scaler is on only if it is
+        true (``GradScaler(enabled=args.amp)``); None when always on."""
+        for call in self.calls:
+            for kw in call.keywords:
+                if kw.arg == "enabled" and not (
+                    isinstance(kw.value, ast.Constant) and kw.value.value is True
+                ):
+                    return kw.value
+            if len(call.args) >= 5:
+                return call.args[4]
+        return None
+
+    @property
+    def disabled(self) -> bool:
+        """``GradScaler(enabled=False)`` everywhere: no scaling at all."""
+        flag = self.flag
+        return (
+            flag is not None
+            and isinstance(flag, ast.Constant)
+            and flag.value is False
+            and all(
+                any(
+                    kw.arg == "enabled"
+                    and isinstance(kw.value, ast.Constant)
+                    and kw.value.value is False
+                    for kw in c.keywords
+                )
+                for c in self.calls
+            )
+        )
+
+
+@dataclass
+class _Frame:
+    """Where the walker is: the analysed loop, the loops and helper calls
+    entered since, the helper's parameters as the caller's values."""
+
+    loop: Loop | None
+    loops: tuple[Loop, ...] = ()
+    via: tuple[ast.Call, ...] = ()
+    conditional: bool = False
+    env: dict[str, Ref] = field(default_factory=dict)
+    visiting: frozenset[int] = frozenset()
+
+
+class _Walker:
+    def __init__(self, loops: LoopFacts) -> None:
+        self.facts = loops
+        self.events: list[Event] = []
+
+    # -- statements -------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt], frame: _Frame) -> None:
+        for stmt in stmts:
+            if len(self.events) > _MAX_EVENTS:
+                return
+            self.statement(stmt, frame)
+
+    def statement(self, stmt: ast.stmt, frame: _Frame) -> None:
+        cond = replace(frame, conditional=True)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # runs when called, not here
+        if isinstance(stmt, ast.If):
+            self.expression(stmt.test, frame)
+            self.body(stmt.body, cond)
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expression(stmt.iter, frame)
+            self.events.append(
+                Event(
+                    ITERATE,
+                    stmt,
+                    receiver=self.ref(_iterated(stmt.iter, self.facts), frame),
+                    loops=frame.loops,
+                    via=frame.via,
+                    conditional=frame.conditional,
+                )
+            )
+            self.body(stmt.body, replace(frame, loops=(*frame.loops, stmt)))
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, ast.While):
+            self.expression(stmt.test, frame)
+            self.body(stmt.body, replace(frame, loops=(*frame.loops, stmt)))
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.expression(item.context_expr, frame)
+            self.body(stmt.body, frame)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.body(stmt.body, frame)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.body(handler.body, cond)
+            self.body(stmt.orelse, cond)  # type: ignore[attr-defined]
+            self.body(stmt.finalbody, frame)  # type: ignore[attr-defined]
+        elif type(stmt).__name__ == "Match":
+            self.expression(stmt.subject, frame)  # type: ignore[attr-defined]
+            for case in stmt.cases:  # type: ignore[attr-defined]
+                self.body(case.body, cond)
+        else:
+            self.expression(stmt, frame)
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                    self.add(ZERO_GRAD, stmt, frame)
+
+    # -- expressions ----------------------------------------------------------------
+    def expression(self, node: ast.AST, frame: _Frame) -> None:
+        calls = [n for n in _calls_under(node)]
+        # Inner calls end first: `scaler.scale(loss)` before `.backward()`.
+        calls.sort(key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
+        for call in calls:
+            self.call(call, frame)
+
+    def call(self, call: ast.Call, frame: _Frame) -> None:
+        func = call.func
+        args = tuple(self.ref(a, frame) for a in call.args if not isinstance(a, ast.Starred))
+        if isinstance(func, ast.Attribute):
+            receiver = self.ref(func.value, frame)
+            attr = func.attr
+            if attr in ("backward", "manual_backward"):
+                scaled = None
+                value = func.value
+                if (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Attribute)
+                    and value.func.attr == "scale"
+                ):
+                    scaled = self.ref(value.func.value, frame)
+                self.add(BACKWARD, call, frame, receiver, args, scaled_by=scaled)
+                return
+            if attr == "step":
+                self.add(STEP, call, frame, receiver, args)
+                return
+            if attr == "zero_grad":
+                self.add(ZERO_GRAD, call, frame, receiver, args)
+                return
+            if attr in ("zero_", "detach_", "requires_grad_") and _is_grad(func.value):
+                self.add(ZERO_GRAD, call, frame, None, args)
+                return
+            if attr == "unscale_":
+                self.add(UNSCALE, call, frame, receiver, args)
+                return
+            if attr == "eval" and not call.args and not call.keywords:
+                self.add(EVAL, call, frame, receiver, args)
+                return
+            if attr == "train":
+                mode = (
+                    call.args[0]
+                    if call.args
+                    else next((kw.value for kw in call.keywords if kw.arg == "mode"), None)
+                )
+                if isinstance(mode, ast.Constant) and mode.value is False:
+                    self.add(EVAL, call, frame, receiver, args)
+                else:
+                    restores = (
+                        () if mode is None or isinstance(mode, ast.Constant) else ("restores",)
+                    )
+                    self.add(TRAIN, call, frame, receiver, args, extra=restores)
+                return
+            if attr == "set_epoch":
+                self.add(SET_EPOCH, call, frame, receiver, args)
+                return
+        if self.facts.is_clip(call):
+            self.add(CLIP, call, frame, None, args)
+            return
+        qualname = self.facts.imports.qualname(func)
+        if qualname in ("torch.autograd.backward",):
+            self.add(BACKWARD, call, frame, None, args)
+            return
+        callee = self.facts.callee(call)
+        receiver = self.ref(func, frame)
+        self.add(CALL, call, frame, receiver, args, callee=callee)
+        if callee is not None and len(frame.via) < _MAX_DEPTH and id(callee) not in frame.visiting:
+            env = _bind(callee, call, args, frame)
+            inner = _Frame(
+                frame.loop,
+                frame.loops,
+                (*frame.via, call),
+                frame.conditional,
+                env,
+                frame.visiting | {id(callee)},
+            )
+            self.body(callee.body, inner)
+
+    def add(
+        self,
+        kind: str,
+        node: ast.AST,
+        frame: _Frame,
+        receiver: Ref | None = None,
+        args: tuple[Ref, ...] = (),
+        *,
+        callee: Function | None = None,
+        scaled_by: Ref | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        self.events.append(
+            Event(
+                kind,
+                node,
+                receiver,
+                args,
+                frame.loops,
+                frame.via,
+                frame.conditional,
+                callee,
+                scaled_by,
+                extra,
+            )
+        )
+
+    def ref(self, expr: ast.expr, frame: _Frame) -> Ref:
+        return _ref(expr, frame)
+
+
+def _bind(callee: Function, call: ast.Call, args: tuple[Ref, ...], frame: _Frame) -> dict[str, Ref]:
+    """The helper's parameters as the caller's values (``self`` stays
+    ``self`` for a method called on ``self``)."""
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    env: dict[str, Ref] = {}
+    if isinstance(call.func, ast.Attribute) and params[:1] == ["self"]:
+        env["self"] = frame.env.get("self", Ref(call.func.value, call, "self"))
+        params = params[1:]
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(positional) == len(call.args):
+        for name, ref in zip(params, args, strict=False):
+            env[name] = ref
+    kwonly = {a.arg for a in callee.args.kwonlyargs} | set(params)
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in kwonly:
+            env[kw.arg] = _ref(kw.value, frame)
+    return env
+
+
+def _ref(expr: ast.expr, frame: _Frame) -> Ref:
+    """``expr`` as the analysed function spells it: inside a helper, a
+    parameter is the caller's argument; a local of the helper has no key."""
+    dotted = dotted_name(expr)
+    if dotted is None or not frame.env:
+        return Ref(expr, expr, dotted)
+    root, _, rest = dotted.partition(".")
+    outer = frame.env.get(root)
+    if outer is None:
+        return Ref(expr, expr, dotted if root == "self" else None)
+    if not rest:
+        return outer
+    return Ref(expr, expr, f"{outer.key}.{rest}" if outer.key is not None else None)
+
+
+def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
+    """Calls in a statement or expression, not in nested functions,
+    lambdas or comprehension-free closures."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Call):
+            yield current
+        for child in ast.iter_child_nodes(current):
+            if isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.stmt) and current is not node:
+                continue
+            stack.append(child)
+
+
+def _iterated(expr: ast.expr, facts: LoopFacts) -> ast.expr:
+    """``loader`` of ``enumerate(tqdm(loader))``."""
+    while isinstance(expr, ast.Call) and expr.args:
+        func = expr.func
+        name = facts.imports.qualname(func) or (func.id if isinstance(func, ast.Name) else "")
+        if name not in _ITERATION_WRAPPERS:
+            break
+        expr = expr.args[0]
+    return expr
+
+
+def _is_grad(expr: ast.expr) -> bool:
+    """``p.grad`` / ``p.grad.data``."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "data":
+        expr = expr.value
+    return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def _in_orelse(node: ast.AST, loop: Loop) -> bool:
+    return any(node is s or _contains(s, node) for s in loop.orelse)
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(anc is tree for anc in ancestors(node))
+
+
+def function_of(node: ast.AST) -> Function | None:
+    return enclosing_function(node)
+
+
+def helper_names(events: list[Event]) -> set[str]:
+    """The helpers an iteration runs, by name (for messages)."""
+    return {e.callee.name for e in events if e.kind == CALL and e.callee is not None}

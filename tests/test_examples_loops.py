@@ -1,0 +1,98 @@
+"""The training-loop examples (TT108, TT214-TT217) show their bug on CPU with
+a measured number, and `torchtrap check --fix` (with `--unsafe-fixes` where
+the fix is unsafe) removes it.
+
+Each example prints `RESULT: bug` as it is; after the CLI's fixes on a copy
+it prints `RESULT: ok`, and the copy re-lints clean for its rule.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchtrap.engine import lint
+from torchtrap.rules import get_rule
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SERVER = ROOT / "server"
+
+
+def _run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(SERVER), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+    return subprocess.run(
+        [sys.executable, *args, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=path.parent,
+    )
+
+
+def _output(path: Path) -> str:
+    proc = _run(path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _result(output: str) -> str:
+    return output.strip().splitlines()[-1]
+
+
+CASES = [
+    pytest.param(
+        "tt217_clip_scaled_gradients.py",
+        "TT217",
+        (),
+        "    scaler.unscale_(optimizer)",
+        id="TT217",
+    ),
+]
+
+
+@pytest.mark.parametrize(("example", "code", "flags", "after"), CASES)
+def test_example_bug_then_fixed(
+    tmp_path: Path, example: str, code: str, flags: tuple[str, ...], after: str
+) -> None:
+    source = EXAMPLES / example
+    output = _output(source)
+    assert _result(output) == "RESULT: bug", output
+    rule = get_rule(code)
+    assert rule is not None
+    assert [f.code for f in lint(source.read_text(), str(source), rules=[rule])] == [code]
+    assert after not in source.read_text().splitlines()
+
+    copy = tmp_path / example
+    shutil.copy(source, copy)
+    proc = _run(copy, "-m", "torchtrap", "check", "--fix", "--exit-zero", *flags)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fixed = copy.read_text()
+    assert after in fixed.splitlines(), fixed
+    assert lint(fixed, str(copy), rules=[rule]) == []
+    output = _output(copy)
+    assert _result(output) == "RESULT: ok", output
+
+
+def _number(pattern: str, output: str) -> float:
+    match = re.search(pattern, output)
+    assert match, output
+    return float(match.group(1).replace(",", ""))
+
+
+def test_tt217_example_numbers() -> None:
+    output = _output(EXAMPLES / "tt217_clip_scaled_gradients.py")
+    seen = _number(r"seen by clip_grad_norm_: ([\d,.]+)", output)
+    used = _number(r"the optimizer used \(max_norm=1.0\): ([\d.e+-]+)", output)
+    # The clip sees the norm times the initial scale, 65,536, and leaves the
+    # real gradients at max_norm / 65,536.
+    assert seen > 65_536
+    assert used == pytest.approx(1.0 / 65_536, rel=1e-3)
