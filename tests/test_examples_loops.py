@@ -50,6 +50,13 @@ def _result(output: str) -> str:
 
 CASES = [
     pytest.param(
+        "tt215_missing_zero_grad.py",
+        "TT215",
+        ("--unsafe-fixes",),
+        "        optimizer.zero_grad()",
+        id="TT215",
+    ),
+    pytest.param(
         "tt217_clip_scaled_gradients.py",
         "TT217",
         (),
@@ -96,3 +103,8 @@ def test_tt217_example_numbers() -> None:
     # real gradients at max_norm / 65,536.
     assert seen > 65_536
     assert used == pytest.approx(1.0 / 65_536, rel=1e-3)
+
+
+def test_tt215_example_numbers() -> None:
+    output = _output(EXAMPLES / "tt215_missing_zero_grad.py")
+    assert "relative to the first: 1.00, 2.00, 3.00" in output

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent
+from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.tensors import TensorFacts
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class LoopFacts:
         self.tensors = TensorFacts(facts)
         self._iterations: dict[int, list[Event]] = {}
         self._functions: dict[str, Function] | None = None
+        self._loader_facts: Loaders | None = None
 
     # -- loops --------------------------------------------------------------------
     def loops(self) -> list[Loop]:
@@ -215,12 +217,36 @@ class LoopFacts:
         return self._functions
 
     # -- value questions (to be answered by the value layer) ------------------------
-    def values(self, ref: Ref) -> list[tuple[ast.expr, ast.AST]] | None:
-        """What ``ref`` may hold: (value, where) pairs, None when unknown."""
+    def values(self, ref: Ref, depth: int = 0) -> list[tuple[ast.expr, ast.AST]] | None:
+        """What ``ref`` may hold: (value, where) pairs, None when unknown. A
+        parameter holds what every caller in this module passes."""
         expr = ref.expr
         if isinstance(expr, ast.Call):
             return [(expr, ref.at)]
-        return self.tensors.values_of(expr, ref.at)
+        found = self.tensors.values_of(expr, ref.at)
+        if found is not None or not isinstance(expr, ast.Name) or depth >= _MAX_DEPTH:
+            return found
+        function = enclosing_function(ref.at)
+        reach = self.tensors.reaching(expr.id, ref.at)
+        if function is None or reach is None or not reach.complete:
+            return None
+        if not all(b.stmt is function for b in reach.bindings):
+            return None
+        passed = self._loaders().parameter_arguments(function, expr.id)
+        if not passed:
+            return None
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for arg, call in passed:
+            inner = self.values(Ref(arg, call, dotted_name(arg)), depth + 1)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+
+    def _loaders(self) -> Loaders:
+        if self._loader_facts is None:
+            self._loader_facts = Loaders(self.facts, self.tensors)
+        return self._loader_facts
 
     def optimizer(self, ref: Ref) -> bool:
         """Is ``ref`` evidently a torch optimizer (``torch.optim.SGD(...)``,
