@@ -50,6 +50,13 @@ def _result(output: str) -> str:
 
 CASES = [
     pytest.param(
+        "tt214_loss_kept_with_graph.py",
+        "TT214",
+        (),
+        "        total_loss += loss.detach()",
+        id="TT214",
+    ),
+    pytest.param(
         "tt215_missing_zero_grad.py",
         "TT215",
         ("--unsafe-fixes",),
@@ -108,3 +115,10 @@ def test_tt217_example_numbers() -> None:
 def test_tt215_example_numbers() -> None:
     output = _output(EXAMPLES / "tt215_missing_zero_grad.py")
     assert "relative to the first: 1.00, 2.00, 3.00" in output
+
+
+def test_tt214_example_numbers() -> None:
+    output = _output(EXAMPLES / "tt214_loss_kept_with_graph.py")
+    # Each step's loss graph (7 nodes for this MLP's loss) stays reachable.
+    assert _number(r"kept alive by total_loss after 2000 steps: (\d+)", output) >= 2000 * 4
+    assert _number(r"memory growth over the last 1800 steps: ([\d.]+) MB", output) > 3

@@ -28,9 +28,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from torchtrap.facts.autograd import AutogradFacts, grad_off_context
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent
 from torchtrap.facts.loaders import Loaders
+from torchtrap.facts.modules import ModelFacts
 from torchtrap.facts.tensors import TensorFacts
 
 if TYPE_CHECKING:
@@ -95,6 +97,12 @@ FRAMEWORK_BASES = frozenset(
 _ITERATION_WRAPPERS = frozenset(
     {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"}
 )
+# Tensor methods whose result keeps the receiver's autograd graph.
+_GRAPH_KEEPING = frozenset(
+    {"mean", "sum", "clone", "to", "cpu", "cuda", "float", "double", "half", "view", "reshape"}
+    | {"squeeze", "unsqueeze", "flatten", "mul", "div", "add", "sub", "abs", "sqrt", "exp"}
+)
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _MAX_DEPTH = 3
 _MAX_EVENTS = 4000  # a pathological file stops being followed, it does not hang
 
@@ -147,6 +155,8 @@ class LoopFacts:
         self._iterations: dict[int, list[Event]] = {}
         self._functions: dict[str, Function] | None = None
         self._loader_facts: Loaders | None = None
+        self._autograd_facts: AutogradFacts | None = None
+        self._model_facts: ModelFacts | None = None
 
     # -- loops --------------------------------------------------------------------
     def loops(self) -> list[Loop]:
@@ -242,6 +252,115 @@ class LoopFacts:
                 return None
             out.extend(inner)
         return out
+
+    def carries_graph(self, expr: ast.expr, at: ast.AST, events: list[Event]) -> bool:
+        """Is ``expr`` (at ``at``) evidently a tensor with an autograd graph:
+        a loss that ``events`` backpropagates (``loss.backward()``,
+        ``scaler.scale(loss).backward()``), a value a same-file helper
+        returns after backpropagating it, a module's output computed with
+        grad on, or arithmetic and non-detaching methods on one."""
+        if isinstance(expr, ast.BinOp):
+            return self.carries_graph(expr.left, at, events) or self.carries_graph(
+                expr.right, at, events
+            )
+        if isinstance(expr, ast.UnaryOp):
+            return self.carries_graph(expr.operand, at, events)
+        if isinstance(expr, ast.Subscript):
+            return self.carries_graph(expr.value, at, events)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _GRAPH_KEEPING:
+                return self.carries_graph(func.value, at, events)
+            callee = self.callee(expr)
+            return callee is not None and self._returns_backpropagated(callee)
+        if isinstance(expr, ast.Attribute) and expr.attr == "loss":
+            # `outputs.loss` of a model's output (transformers) that is backpropagated
+            return _backpropagated(ast.unparse(expr), events)
+        if not isinstance(expr, ast.Name):
+            return False
+        if _backpropagated(expr.id, events):
+            return True
+        reach = self.tensors.reaching(expr.id, at)
+        if reach is None or not reach.complete or len(reach.bindings) != 1:
+            return False
+        binding = reach.bindings[0]
+        value = binding.value
+        if value is None or binding.path:
+            return False
+        if isinstance(value, ast.Call) and not _detached(value):
+            callee = self.callee(value)
+            if callee is not None and self._returns_backpropagated(callee):
+                return True
+        if isinstance(value, ast.Attribute) and value.attr == "loss":
+            return _backpropagated(ast.unparse(value), events)
+        if self._part_of_backpropagated(expr.id, events):
+            return True
+        if any(e.kind == BACKWARD for e in events):
+            return self._autograd().in_graph(expr, at)
+        return False
+
+    def _part_of_backpropagated(self, name: str, events: list[Event]) -> bool:
+        """Is ``name`` a term of a loss that ``events`` backpropagate
+        (``loss = a + 0.1 * b; loss.backward()``)? Then it carries the graph."""
+        for event in events:
+            if event.kind != BACKWARD or event.via or not isinstance(event.node, ast.Call):
+                continue
+            call = event.node
+            loss = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(loss, ast.Call) and loss.args:  # scaler.scale(loss)
+                loss = loss.args[0]
+            if loss is None or not isinstance(loss, ast.Name):
+                continue
+            reach = self.tensors.reaching(loss.id, call)
+            if reach is None or not reach.complete:
+                continue
+            for binding in reach.bindings:
+                if binding.value is None or not isinstance(binding.value, ast.BinOp):
+                    continue
+                if any(isinstance(n, ast.Name) and n.id == name for n in _terms(binding.value)):
+                    return True
+        return False
+
+    def _returns_backpropagated(self, function: Function) -> bool:
+        """Every ``return`` of the helper gives a name it backpropagates."""
+        key = -id(function)
+        if key not in self._iterations:
+            self._iterations[key] = []
+            events = self.function_events(function)
+            returns = [
+                n.value
+                for n in _statements(function)
+                if isinstance(n, ast.Return) and n.value is not None
+            ]
+            ok = bool(returns) and all(
+                isinstance(r, ast.Name) and _backpropagated(r.id, events) for r in returns
+            )
+            self._iterations[key] = [Event(CALL, function)] if ok else []
+        return bool(self._iterations[key])
+
+    def _autograd(self) -> AutogradFacts:
+        if self._autograd_facts is None:
+            self._autograd_facts = AutogradFacts(self.tensors)
+        return self._autograd_facts
+
+    def grad_enabled(self, node: ast.AST, depth: int = 0) -> bool:
+        """Does ``node`` evidently run with grad on: not under ``no_grad``,
+        and at module level or in a function whose every caller in this
+        module runs with grad on?"""
+        if grad_off_context(node, self.imports) is not None:
+            return False
+        function = enclosing_function(node)
+        if function is None:
+            return True
+        if depth >= _MAX_DEPTH or function.decorator_list:
+            return False
+        sites = self._models().callers_of(function)
+        return bool(sites) and all(self.grad_enabled(s.call, depth + 1) for s in sites)
+
+    def _models(self) -> ModelFacts:
+        if self._model_facts is None:
+            self._model_facts = ModelFacts(self.tensors)
+        return self._model_facts
 
     def _loaders(self) -> Loaders:
         if self._loader_facts is None:
@@ -606,6 +725,47 @@ def _iterated(expr: ast.expr, facts: LoopFacts) -> ast.expr:
             break
         expr = expr.args[0]
     return expr
+
+
+def _backpropagated(spelling: str, events: list[Event]) -> bool:
+    """Do ``events`` call backward on the value spelled so (``loss``,
+    ``outputs.loss``)? ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``accelerator.backward(loss)``, ``(loss / n).backward()``."""
+    for event in events:
+        if event.kind != BACKWARD or event.via:
+            continue
+        call = event.node
+        if not isinstance(call, ast.Call):
+            continue
+        exprs: list[ast.expr] = list(call.args[:1])
+        if isinstance(call.func, ast.Attribute):
+            exprs.append(call.func.value)
+        for expr in exprs:
+            for node in ast.walk(expr):
+                if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node) == spelling:
+                    return True
+    return False
+
+
+def _terms(expr: ast.expr) -> Iterator[ast.expr]:
+    """The operands of a sum/product, through arithmetic only."""
+    if isinstance(expr, ast.BinOp):
+        yield from _terms(expr.left)
+        yield from _terms(expr.right)
+    elif isinstance(expr, ast.UnaryOp):
+        yield from _terms(expr.operand)
+    else:
+        yield expr
+
+
+def _detached(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr in _DETACHING
+
+
+def _statements(function: Function) -> Iterator[ast.AST]:
+    from torchtrap.facts.index import walk_scope
+
+    return walk_scope(function)
 
 
 def _is_grad(expr: ast.expr) -> bool:

@@ -21,6 +21,7 @@ from torchtrap.rules.tt208_iterator_next_method import IteratorNextMethod
 from torchtrap.rules.tt209_numpy_removed_alias import NumpyRemovedAlias
 from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
+from torchtrap.rules.tt214_loss_kept_with_graph import LossKeptWithGraph
 from torchtrap.rules.tt215_missing_zero_grad import MissingZeroGrad
 from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 
@@ -43,6 +44,7 @@ ALL_RULES: list[type[Rule]] = [
     NumpyRemovedAlias,
     AutogradVariable,
     LenLoaderAsSampleCount,
+    LossKeptWithGraph,
     MissingZeroGrad,
     ClipScaledGradients,
 ]
