@@ -50,6 +50,13 @@ def _result(output: str) -> str:
 
 CASES = [
     pytest.param(
+        "tt216_train_mode_not_restored.py",
+        "TT216",
+        (),
+        "        model.train()",
+        id="TT216",
+    ),
+    pytest.param(
         "tt214_loss_kept_with_graph.py",
         "TT214",
         (),
@@ -122,3 +129,9 @@ def test_tt214_example_numbers() -> None:
     # Each step's loss graph (7 nodes for this MLP's loss) stays reachable.
     assert _number(r"kept alive by total_loss after 2000 steps: (\d+)", output) >= 2000 * 4
     assert _number(r"memory growth over the last 1800 steps: ([\d.]+) MB", output) > 3
+
+
+def test_tt216_example_numbers() -> None:
+    output = _output(EXAMPLES / "tt216_train_mode_not_restored.py")
+    assert "epoch 1: Dropout(0.5) zeroed 50% of activations in training" in output
+    assert "epoch 2: Dropout(0.5) zeroed 0% of activations in training" in output

@@ -94,6 +94,9 @@ FRAMEWORK_BASES = frozenset(
         "transformers.TrainerCallback",
     }
 )
+# A class derived from anything these packages export is theirs to drive
+# (Lightning's BoringModel, its test helpers).
+_FRAMEWORK_PACKAGES = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 _ITERATION_WRAPPERS = frozenset(
     {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"}
 )
@@ -439,8 +442,10 @@ class LoopFacts:
                 info = self.facts.classes.get(anc.name)
                 if info is not None and self.facts.classes.derives_from(info, FRAMEWORK_BASES):
                     return True
-                if any(self.imports.qualname(b) in FRAMEWORK_BASES for b in anc.bases):
-                    return True
+                for base in anc.bases:
+                    qualname = self.imports.qualname(base) or ""
+                    if qualname in FRAMEWORK_BASES or qualname.startswith(_FRAMEWORK_PACKAGES):
+                        return True
         return False
 
 

@@ -23,6 +23,7 @@ from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
 from torchtrap.rules.tt214_loss_kept_with_graph import LossKeptWithGraph
 from torchtrap.rules.tt215_missing_zero_grad import MissingZeroGrad
+from torchtrap.rules.tt216_train_mode_not_restored import TrainModeNotRestored
 from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 
 ALL_RULES: list[type[Rule]] = [
@@ -46,6 +47,7 @@ ALL_RULES: list[type[Rule]] = [
     LenLoaderAsSampleCount,
     LossKeptWithGraph,
     MissingZeroGrad,
+    TrainModeNotRestored,
     ClipScaledGradients,
 ]
 
