@@ -50,6 +50,13 @@ def _result(output: str) -> str:
 
 CASES = [
     pytest.param(
+        "tt108_sampler_without_set_epoch.py",
+        "TT108",
+        (),
+        "        sampler.set_epoch(epoch)",
+        id="TT108",
+    ),
+    pytest.param(
         "tt216_train_mode_not_restored.py",
         "TT216",
         (),
@@ -135,3 +142,10 @@ def test_tt216_example_numbers() -> None:
     output = _output(EXAMPLES / "tt216_train_mode_not_restored.py")
     assert "epoch 1: Dropout(0.5) zeroed 50% of activations in training" in output
     assert "epoch 2: Dropout(0.5) zeroed 0% of activations in training" in output
+
+
+def test_tt108_example_numbers() -> None:
+    output = _output(EXAMPLES / "tt108_sampler_without_set_epoch.py")
+    for epoch in range(3):
+        assert f"epoch {epoch}: [12, 9, 11, 13, 2, 15, 4, 7]" in output
+    assert "distinct orders in 3 epochs: 1" in output

@@ -10,6 +10,7 @@ from torchtrap.rules.tt104_cuda_state_pickled_into_workers import CudaStatePickl
 from torchtrap.rules.tt105_iterable_dataset_not_sharded import IterableDatasetNotSharded
 from torchtrap.rules.tt106_workers_without_main_guard import WorkersWithoutMainGuard
 from torchtrap.rules.tt107_python_objects_in_worker_dataset import PythonObjectsInWorkerDataset
+from torchtrap.rules.tt108_sampler_without_set_epoch import SamplerWithoutSetEpoch
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 from torchtrap.rules.tt203_data_attribute import DataAttribute
@@ -34,6 +35,7 @@ ALL_RULES: list[type[Rule]] = [
     IterableDatasetNotSharded,
     WorkersWithoutMainGuard,
     PythonObjectsInWorkerDataset,
+    SamplerWithoutSetEpoch,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
     DataAttribute,
