@@ -103,7 +103,7 @@ class TrainModeNotRestored(Rule):
             for position, event in enumerate(events):
                 if event.kind != EVAL or event.receiver is None or event.receiver.key is None:
                     continue
-                if id(event.node) in seen:
+                if id(event.node) in seen or _switch_by_flag(events, event):
                     continue
                 step = _unrestored_step(loops, events, position, loop)
                 if step is None:
@@ -338,6 +338,32 @@ class TrainModeNotRestored(Rule):
             """,
             note="the training function switches to train mode itself",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def run_epoch(model, loader, optimizer, mode):
+                if mode == "train":
+                    model.train()
+                else:
+                    model.eval()
+                for x in loader:
+                    loss = model(x).sum()
+                    if mode == "train":
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+
+            def main(loader, val_loader, epochs):
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+                optimizer = torch.optim.Adam(model.parameters())
+                for epoch in range(epochs):
+                    run_epoch(model, loader, optimizer, "train")
+                    run_epoch(model, val_loader, None, "valid")
+            """,
+            note="one helper sets the mode it is asked for (fairseq's pitch predictor)",
+        ),
     )
     invalid = (
         Invalid(
@@ -534,6 +560,25 @@ def _unrestored_step(
                 return None  # a frozen part switched each step, next to the training code
             return forward, event
     return None
+
+
+def _switch_by_flag(events: list[Event], evaluation: Event) -> bool:
+    """``if train: model.train() else: model.eval()``: a function that sets
+    the mode its caller asks for (a run-epoch helper called for training and
+    for validation); which branch runs is not known here."""
+    if not evaluation.conditional:
+        return False
+    model = evaluation.receiver
+    return any(
+        e.kind == TRAIN
+        and e.via == evaluation.via
+        and e.conditional
+        and e.receiver is not None
+        and model is not None
+        and _same_model(e.receiver, model)
+        and enclosing_function(e.node) is enclosing_function(evaluation.node)
+        for e in events
+    )
 
 
 def _next_to_training(evaluation: Event, backward: Event) -> bool:
