@@ -33,7 +33,7 @@ from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent
 from torchtrap.facts.loaders import Loaders
 from torchtrap.facts.modules import ModelFacts
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.facts.tensors import Binding, TensorFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -239,8 +239,11 @@ class LoopFacts:
         found = self.tensors.values_of(expr, ref.at)
         if found is not None or not isinstance(expr, ast.Name) or depth >= _MAX_DEPTH:
             return found
-        function = enclosing_function(ref.at)
         reach = self.tensors.reaching(expr.id, ref.at)
+        if reach is not None and not reach.complete and _both_branches(reach.bindings):
+            # `if distributed: x = A(...) else: x = B(...)`: one of the two.
+            return [(b.value, b.stmt) for b in reach.bindings if b.value is not None]
+        function = enclosing_function(ref.at)
         if function is None or reach is None or not reach.complete:
             return None
         if not all(b.stmt is function for b in reach.bindings):
@@ -407,17 +410,23 @@ class LoopFacts:
         return Scaler(tuple(calls))
 
     def distributed_sampler(self, ref: Ref) -> ast.Call | None:
-        """The ``DistributedSampler(...)`` call ``ref`` holds, if evident."""
+        """The ``DistributedSampler(...)`` call ``ref`` holds, if evident;
+        ``DistributedSampler(ds) if distributed else None`` (or the same in
+        two branches) counts: the distributed run takes that branch."""
         values = self.values(ref)
-        if not values or len(values) != 1:
+        if not values:
             return None
-        value = values[0][0]
-        if (
-            isinstance(value, ast.Call)
-            and self.imports.qualname(value.func) in DISTRIBUTED_SAMPLERS
-        ):
-            return value
-        return None
+        found: list[ast.Call] = []
+        for value, _ in values:
+            for branch in _branches(value):
+                if (
+                    isinstance(branch, ast.Call)
+                    and self.imports.qualname(branch.func) in DISTRIBUTED_SAMPLERS
+                ):
+                    found.append(branch)
+                elif not (isinstance(branch, ast.Constant) and branch.value is None):
+                    return None
+        return found[0] if len(found) == 1 else None
 
     def _annotated(self, ref: Ref, qualnames: tuple[str, ...]) -> bool:
         if not isinstance(ref.expr, ast.Name):
@@ -750,6 +759,24 @@ def _backpropagated(spelling: str, events: list[Event]) -> bool:
                 if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node) == spelling:
                     return True
     return False
+
+
+def _both_branches(bindings: list[Binding]) -> bool:
+    """Two bindings with values, one in each branch of the same ``if``."""
+    if len(bindings) != 2 or any(b.value is None or b.path for b in bindings):
+        return False
+    first, second = (parent(b.stmt) for b in bindings)
+    if first is None or first is not second or not isinstance(first, ast.If):
+        return False
+    in_body = [any(b.stmt is s for s in first.body) for b in bindings]
+    return in_body.count(True) == 1
+
+
+def _branches(expr: ast.expr) -> list[ast.expr]:
+    """Both values of ``a if c else b``; the value itself otherwise."""
+    if isinstance(expr, ast.IfExp):
+        return [*_branches(expr.body), *_branches(expr.orelse)]
+    return [expr]
 
 
 def _terms(expr: ast.expr) -> Iterator[ast.expr]:

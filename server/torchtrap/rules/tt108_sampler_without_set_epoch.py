@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchtrap.facts.dataloaders import DATALOADER, bind_arguments
 from torchtrap.facts.imports import dotted_name
@@ -32,6 +32,9 @@ class _Sampled:
     sampler: ast.Call
     sampler_expr: ast.expr  # as the DataLoader call spells it
     through_batch_sampler: bool
+    # Built only on one path (`DistributedSampler(ds) if distributed else None`,
+    # another loader otherwise): the fix guards the call.
+    conditional: bool = False
 
 
 class SamplerWithoutSetEpoch(Rule):
@@ -125,13 +128,29 @@ class SamplerWithoutSetEpoch(Rule):
                 yield self._finding(loop, event, sampled, before)
 
     def _sampled(self, loops: LoopFacts, loader: Ref) -> _Sampled | None:
+        """The loader's DataLoader call with a shuffling DistributedSampler;
+        a loader built one way or another (``if distributed: ... else: ...``)
+        counts when every way is a DataLoader and one draws from it."""
         values = loops.values(loader)
-        if not values or len(values) != 1:
+        if not values:
             return None
-        call = values[0][0]
-        if not (isinstance(call, ast.Call) and loops.imports.qualname(call.func) == DATALOADER):
-            return None
-        arguments, splat = bind_arguments(call)
+        found: _Sampled | None = None
+        for value, _ in values:
+            if not (
+                isinstance(value, ast.Call) and loops.imports.qualname(value.func) == DATALOADER
+            ):
+                return None
+            sampled = self._sampled_call(loops, value)
+            if sampled is not None:
+                if found is not None:
+                    return None
+                found = sampled
+        if found is not None and len(values) > 1:
+            found = replace(found, conditional=True)
+        return found
+
+    def _sampled_call(self, loops: LoopFacts, call: ast.Call) -> _Sampled | None:
+        arguments, _ = bind_arguments(call)
         through_batch = False
         expr = arguments.get("sampler")
         if expr is None:
@@ -148,10 +167,13 @@ class SamplerWithoutSetEpoch(Rule):
             at: ast.AST = batch_call
         else:
             at = call
-        sampler = loops.distributed_sampler(Ref(expr, at, dotted_name(expr)))
+        ref = Ref(expr, at, dotted_name(expr))
+        sampler = loops.distributed_sampler(ref)
         if sampler is None or not _shuffles(sampler):
             return None
-        return _Sampled(call, sampler, expr, through_batch)
+        values = loops.values(ref) or []
+        conditional = len(values) > 1 or any(isinstance(v, ast.IfExp) for v, _ in values)
+        return _Sampled(call, sampler, expr, through_batch, conditional)
 
     def _value(self, loops: LoopFacts, expr: ast.expr, at: ast.AST) -> ast.Call | None:
         values = loops.values(Ref(expr, at, dotted_name(expr)))
@@ -206,6 +228,8 @@ class SamplerWithoutSetEpoch(Rule):
         if spelled is None:
             return []
         text = f"{spelled}.set_epoch({epoch})"
+        if sampled.conditional:  # None, or another sampler, when not distributed
+            text = f'if hasattr({spelled}, "set_epoch"):\n    {text}'
         source = self.ctx.source
         anchor = loop.body[0]
         return [
@@ -415,6 +439,40 @@ class SamplerWithoutSetEpoch(Rule):
             line=14,
             message_contains="runs once, before the loop",
             note="the iteration in a helper; set_epoch only once; a while loop (no fix)",
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            def main(args, dataset):
+                sampler = DistributedSampler(dataset) if args.distributed else None
+                if args.distributed:
+                    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                else:
+                    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+                for epoch in range(args.epochs):
+                    for batch in loader:
+                        pass
+            """,
+            line=12,
+            note="distributed only when a flag is set: the fix guards the call",
+            fixed="""
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            def main(args, dataset):
+                sampler = DistributedSampler(dataset) if args.distributed else None
+                if args.distributed:
+                    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+                else:
+                    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+                for epoch in range(args.epochs):
+                    if hasattr(sampler, "set_epoch"):
+                        sampler.set_epoch(epoch)
+                    for batch in loader:
+                        pass
+            """,
         ),
     )
 
