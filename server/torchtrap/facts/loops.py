@@ -284,7 +284,7 @@ class LoopFacts:
             return _backpropagated(ast.unparse(expr), events)
         if not isinstance(expr, ast.Name):
             return False
-        if _backpropagated(expr.id, events):
+        if _backpropagated(expr.id, events) and not _replaced_after_backward(expr.id, at, events):
             return True
         reach = self.tensors.reaching(expr.id, at)
         if reach is None or not reach.complete or len(reach.bindings) != 1:
@@ -304,6 +304,24 @@ class LoopFacts:
         if any(e.kind == BACKWARD for e in events):
             return self._autograd().in_graph(expr, at)
         return False
+
+    def container_of_graph(self, expr: ast.expr, events: list[Event]) -> bool:
+        """Is ``expr`` a name whose *item* was backpropagated
+        (``output['loss'].backward()``): a dict or list holding the graph,
+        not a tensor (``.detach()`` would not work on it)?"""
+        if not isinstance(expr, ast.Name):
+            return False
+        whole = part = False
+        for event in events:
+            call = event.node
+            if event.kind != BACKWARD or event.via or not isinstance(call, ast.Call):
+                continue
+            loss = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(loss, ast.Name) and loss.id == expr.id:
+                whole = True
+            elif isinstance(loss, (ast.Subscript, ast.Attribute)) and _root_name(loss) == expr.id:
+                part = True
+        return part and not whole
 
     def _part_of_backpropagated(self, name: str, events: list[Event]) -> bool:
         """Is ``name`` a term of a loss that ``events`` backpropagate
@@ -788,6 +806,40 @@ def _terms(expr: ast.expr) -> Iterator[ast.expr]:
         yield from _terms(expr.operand)
     else:
         yield expr
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _replaced_after_backward(name: str, at: ast.AST, events: list[Event]) -> bool:
+    """``output['loss'].backward(); output['loss'] = output['loss'].detach()``:
+    the part of ``name`` that was backpropagated is replaced before ``at``."""
+    line = getattr(at, "lineno", 0)
+    for event in events:
+        call = event.node
+        if event.kind != BACKWARD or event.via or not isinstance(call, ast.Call):
+            continue
+        if not isinstance(call.func, ast.Attribute):
+            continue
+        loss = call.func.value
+        if isinstance(loss, ast.Name) or dotted_name(loss) == name:
+            return False  # the whole value was backpropagated
+        spelled = ast.unparse(loss)
+        function = enclosing_function(call)
+        scope = function if function is not None else None
+        if scope is None:
+            return False
+        for node in _statements(scope):
+            if (
+                isinstance(node, ast.Assign)
+                and call.lineno < node.lineno < line
+                and any(ast.unparse(t) == spelled for t in node.targets)
+            ):
+                return True
+    return False
 
 
 def _detached(call: ast.Call) -> bool:

@@ -174,6 +174,9 @@ class LossKeptWithGraph(Rule):
         message = next((m for m in candidates if len(m) <= MESSAGE_LIMIT), candidates[-1])
         source = self.ctx.source
         fixes: list[Fix] = []
+        if any(self.ctx.facts.loops.container_of_graph(v, events) for v in graph):
+            # A dict or list holding the loss: `.detach()` would not work on it.
+            return self.finding(acc.node, message)
         root = _root(acc.target)
         if (
             root is not None
@@ -322,6 +325,23 @@ class LossKeptWithGraph(Rule):
             """,
             note="inside a LightningModule hook",
         ),
+        Valid(
+            """
+            import torch
+
+            def train(model, loader, optimizer):
+                outputs = []
+                for batch in loader:
+                    optimizer.zero_grad()
+                    output = model(batch)
+                    output["loss"].backward()
+                    optimizer.step()
+                    output["loss"] = output["loss"].detach()
+                    outputs.append(output)
+                return outputs
+            """,
+            note="the backpropagated item is replaced by its detached value (packnet-sfm's fix)",
+        ),
     )
     invalid = (
         Invalid(
@@ -429,6 +449,23 @@ class LossKeptWithGraph(Rule):
             """,
             line=14,
             note="a helper of this file returns the backpropagated loss",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, optimizer):
+                outputs = []
+                for batch in loader:
+                    optimizer.zero_grad()
+                    output = model(batch)
+                    output["loss"].backward()
+                    optimizer.step()
+                    outputs.append(output)
+                return outputs
+            """,
+            line=11,
+            note="a dict holding the backpropagated loss (packnet-sfm #51): no fix for a dict",
         ),
         Invalid(
             """
