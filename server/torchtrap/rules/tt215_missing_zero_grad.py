@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.index import enclosing_function, enclosing_statement
 from torchtrap.facts.loops import BACKWARD, CALL, STEP, ZERO_GRAD, Event, Loop, LoopFacts, Ref
-from torchtrap.findings import Applicability, Finding, Fix, unsafe_title
+from torchtrap.findings import Applicability, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -26,11 +26,17 @@ class MissingZeroGrad(Rule):
     parameter whose callers here pass one, one annotated `Optimizer`), or
     the optimizer handed to a `GradScaler`'s `step`.
 
+    A parameter of unknown origin stepped with no arguments right after a
+    tensor's `loss.backward()` (the optimizer passed in from another file) is
+    reported at information level, the first such step only (a scheduler's
+    `step()` after it is not).
+
     Silent when a `zero_grad()` runs in the iteration, even under a
     condition (gradient accumulation that zeroes every N steps), when the
     step takes a closure (`LBFGS`: the closure zeroes), when several
-    optimizers are each zeroed, when the optimizer is unknown (a factory, a
-    parameter from another file), when a call the analysis cannot follow gets
+    optimizers are each zeroed, when the optimizer is built by an unknown
+    factory, for an engine's `engine.backward(loss)` / `engine.step()`
+    (DeepSpeed zeroes in `step()`), when a call the analysis cannot follow gets
     the optimizer or the model, and in Lightning or HF `Trainer` classes
     (the framework zeroes).
 
@@ -82,8 +88,10 @@ class MissingZeroGrad(Rule):
             events = loops.iteration(loop)
             if not any(e.kind == BACKWARD for e in events):
                 continue
-            for step, optimizer in self._steps(loops, events):
+            for step, optimizer, known in self._steps(loops, events):
                 if id(step.node) in seen:
+                    continue
+                if not known and any(e.kind == ZERO_GRAD for e in events):
                     continue
                 backward = _backward_for(events, step)
                 if backward is None:
@@ -91,25 +99,68 @@ class MissingZeroGrad(Rule):
                 if _zeroed(loops, events, optimizer) or _may_zero(events, optimizer):
                     continue
                 seen.add(id(step.node))
-                yield self._finding(loops, loop, step, backward, optimizer)
+                yield self._finding(loops, loop, step, backward, optimizer, known)
 
-    def _steps(self, loops: LoopFacts, events: list[Event]) -> Iterable[tuple[Event, Ref]]:
+    def _steps(self, loops: LoopFacts, events: list[Event]) -> Iterable[tuple[Event, Ref, bool]]:
+        """Optimizer steps: (the step, the optimizer, whether it is known to
+        be one). A parameter of unknown origin stepped with no arguments right
+        after a tensor's ``backward()`` is the iteration's optimizer step by
+        the loop's shape alone: reported at information level."""
+        unknown_taken = False
         for event in events:
+            if event.kind == BACKWARD:
+                unknown_taken = False
             if event.kind != STEP or event.receiver is None:
                 continue
             if not event.args and not event.node.keywords:  # type: ignore[attr-defined]
-                if event.receiver.key is not None and loops.optimizer(event.receiver):
-                    yield event, event.receiver
+                if event.receiver.key is None:
+                    continue
+                if loops.optimizer(event.receiver):
+                    yield event, event.receiver, True
+                elif not unknown_taken and self._passed_in(loops, event.receiver, events):
+                    unknown_taken = True
+                    yield event, event.receiver, False
             elif (
                 event.args
                 and event.args[0].key is not None
                 and loops.scaler(event.receiver) is not None
             ):
                 # `scaler.step(optimizer)`; `optimizer.step(closure)` zeroes in the closure.
-                yield event, event.args[0]
+                yield event, event.args[0], True
+
+    @staticmethod
+    def _passed_in(loops: LoopFacts, ref: Ref, events: list[Event]) -> bool:
+        """A parameter whose callers are elsewhere, after a tensor-style
+        ``loss.backward()`` in the iteration (not an engine's
+        ``engine.backward(loss)``, whose ``step()`` may zero by itself)."""
+        if not isinstance(ref.expr, ast.Name) or loops.values(ref) is not None:
+            return False
+        function = enclosing_function(ref.at)
+        if function is None:
+            return False
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
+        reach = loops.tensors.reaching(ref.expr.id, ref.at)
+        if ref.expr.id not in params or reach is None:
+            return False
+        if not all(b.stmt is function for b in reach.bindings):
+            return False
+        return any(
+            e.kind == BACKWARD
+            and isinstance(e.node, ast.Call)
+            and isinstance(e.node.func, ast.Attribute)
+            and e.node.func.attr == "backward"
+            and not e.node.args
+            for e in events
+        )
 
     def _finding(
-        self, loops: LoopFacts, loop: Loop, step: Event, backward: Event, optimizer: Ref
+        self,
+        loops: LoopFacts,
+        loop: Loop,
+        step: Event,
+        backward: Event,
+        optimizer: Ref,
+        known: bool,
     ) -> Finding:
         name = optimizer.key
         once = _zeroed_before(loops, loop, optimizer)
@@ -141,7 +192,13 @@ class MissingZeroGrad(Rule):
                     build=lambda: [edits.insert_before_statement(source, stmt, line)],
                 )
             )
-        return self.finding(step.node, message, fixes=fixes, related=related)
+        return self.finding(
+            step.node,
+            message,
+            severity=None if known else Severity.INFO,
+            fixes=fixes,
+            related=related,
+        )
 
     valid = (
         Valid(
@@ -242,12 +299,26 @@ class MissingZeroGrad(Rule):
             """
             import torch
 
-            def train(model, loader, optimizer):
+            def train(engine, loader):
                 for x, y in loader:
+                    loss = engine(x, y)
+                    engine.backward(loss)
+                    engine.step()
+            """,
+            note="an engine's backward/step (DeepSpeed's `step()` zeroes the gradients itself)",
+        ),
+        Valid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, scheduler):
+                for x, y in loader:
+                    optimizer.zero_grad()
                     model(x, y).backward()
                     optimizer.step()
+                    scheduler.step()
             """,
-            note="the optimizer is a parameter with no caller here: unknown",
+            note="parameters of unknown origin, zeroed",
         ),
         Valid(
             """
@@ -372,6 +443,24 @@ class MissingZeroGrad(Rule):
             line=13,
             message_contains="`self.optimizer` steps",
             note="the step in a method the loop calls, through a GradScaler",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, scheduler, criterion):
+                model.train()
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    scheduler.step()
+            """,
+            line=9,
+            severity=Severity.INFO,
+            message_contains="`optimizer` steps",
+            note="a parameter from elsewhere stepped after loss.backward(): information level, "
+            "the scheduler after it is not reported",
         ),
         Invalid(
             """
