@@ -69,7 +69,7 @@ def test_rule_verdicts_and_confirmed_rules(cpu_doc: dict[str, Any]) -> None:
     assert rules["TT102"]["verdict"] == "not-reproduced"
     assert rules["TT103"]["verdict"] == "skipped"  # no CUDA in this torch
     confirmed = confirmed_rules(cpu_doc)
-    assert set(confirmed) == {"TT101", "TT104", "TT105", "TT106", "TT107"}
+    assert set(confirmed) == {"TT101", "TT104", "TT105", "TT106", "TT107", "TT108", "TT217"}
     assert "identical streams" in confirmed["TT101"]
     assert "\n" not in confirmed["TT101"]
 

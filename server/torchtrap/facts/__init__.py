@@ -54,6 +54,7 @@ class ModuleFacts:
                 found.setdefault(func.id, []).append(call)
         return found
 
+
     def dataloaders_for(self, dataset: ClassInfo) -> list[DataLoaderCall]:
         return [d for d in self.dataloaders if d.dataset_class is dataset]
 

@@ -74,6 +74,20 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         timeout_s=120.0,  # spawn workers import torch
     ),
     Experiment(
+        "sampler-order",
+        "A DistributedSampler's order over epochs, with and without set_epoch",
+        _script("sampler_order"),
+        rules=("TT108",),
+        timeout_s=30.0,
+    ),
+    Experiment(
+        "scaled-clip",
+        "Gradient clipping before and after GradScaler.unscale_ (CPU scaler)",
+        _script("scaled_clip"),
+        rules=("TT217",),
+        timeout_s=30.0,
+    ),
+    Experiment(
         "cuda-ipc-share",
         "CUDA tensors after _share_cuda_() and spawn workers (pytorch #128497)",
         _script("cuda_ipc_share"),

@@ -10,6 +10,7 @@ from torchtrap.rules.tt104_cuda_state_pickled_into_workers import CudaStatePickl
 from torchtrap.rules.tt105_iterable_dataset_not_sharded import IterableDatasetNotSharded
 from torchtrap.rules.tt106_workers_without_main_guard import WorkersWithoutMainGuard
 from torchtrap.rules.tt107_python_objects_in_worker_dataset import PythonObjectsInWorkerDataset
+from torchtrap.rules.tt108_sampler_without_set_epoch import SamplerWithoutSetEpoch
 from torchtrap.rules.tt201_log_of_probability import LogOfProbability
 from torchtrap.rules.tt202_discarded_out_of_place_result import DiscardedOutOfPlaceResult
 from torchtrap.rules.tt203_data_attribute import DataAttribute
@@ -23,6 +24,10 @@ from torchtrap.rules.tt210_autograd_variable import AutogradVariable
 from torchtrap.rules.tt211_len_loader_as_sample_count import LenLoaderAsSampleCount
 from torchtrap.rules.tt212_dropout_ignores_eval import DropoutIgnoresEval
 from torchtrap.rules.tt213_double_normalised_loss import DoubleNormalisedLoss
+from torchtrap.rules.tt214_loss_kept_with_graph import LossKeptWithGraph
+from torchtrap.rules.tt215_missing_zero_grad import MissingZeroGrad
+from torchtrap.rules.tt216_train_mode_not_restored import TrainModeNotRestored
+from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 from torchtrap.rules.tt218_unregistered_submodules import UnregisteredSubmodules
 from torchtrap.rules.tt219_unsafe_torch_load import UnsafeTorchLoad
 
@@ -34,6 +39,7 @@ ALL_RULES: list[type[Rule]] = [
     IterableDatasetNotSharded,
     WorkersWithoutMainGuard,
     PythonObjectsInWorkerDataset,
+    SamplerWithoutSetEpoch,
     LogOfProbability,
     DiscardedOutOfPlaceResult,
     DataAttribute,
@@ -47,6 +53,10 @@ ALL_RULES: list[type[Rule]] = [
     LenLoaderAsSampleCount,
     DropoutIgnoresEval,
     DoubleNormalisedLoss,
+    LossKeptWithGraph,
+    MissingZeroGrad,
+    TrainModeNotRestored,
+    ClipScaledGradients,
     UnregisteredSubmodules,
     UnsafeTorchLoad,
 ]

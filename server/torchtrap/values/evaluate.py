@@ -44,6 +44,7 @@ from torchtrap.values.models import ModelFacts
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
     from torchtrap.project.index import Project
+    from torchtrap.values.loops import LoopFacts
 
 _MAX_DEPTH = 10
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -80,6 +81,7 @@ class Values:
         self._names: set[str] | None = None
         self._loaders: Loaders | None = None
         self._models: ModelFacts | None = None
+        self._loops: LoopFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -102,6 +104,16 @@ class Values:
         if self._models is None:
             self._models = ModelFacts(self.tensors)
         return self._models
+
+    @property
+    def loops(self) -> LoopFacts:
+        """A training loop's structure, shared by the loop rules
+        (:mod:`torchtrap.values.loops`)."""
+        if self._loops is None:
+            from torchtrap.values.loops import LoopFacts
+
+            self._loops = LoopFacts(self)
+        return self._loops
 
     def dataloader(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
         """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader; None: unknown."""

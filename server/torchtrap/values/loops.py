@@ -1,0 +1,871 @@
+"""A training loop's structure, for the loop rules (TT108, TT214-TT217).
+
+One question answered here for all of them: what runs in one iteration of a
+loop, in which order. :meth:`LoopFacts.iteration` lists the *events* of one
+pass through a loop's body in source (= execution) order: backward calls,
+optimizer and scaler steps, ``zero_grad``, ``unscale_``, gradient clipping,
+``train()``/``eval()``, ``set_epoch``, iterations over a value, and every
+other call. A call of a helper defined in this module (a module-level
+function by name, a method through ``self.name(...)``) is followed: its
+events come at the call's place, with the helper's parameters spelled as
+the caller's arguments, so ``validate(model)`` that calls ``m.eval()``
+gives an ``eval`` event on ``model``.
+
+The value questions (is this an optimizer, a ``GradScaler``, a
+``DistributedSampler``) are small functions at the end, on purpose: they
+answer from this module's bindings now (:class:`TensorFacts`), and can be
+switched to the value layer later without touching the rules.
+
+Evidence only: a call that is not followed (imported, a method of an unknown
+object) is an ``CALL`` event with its callee unknown, so a rule can stay
+silent when such a call may do what it looks for.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.autograd import AutogradFacts, grad_off_context
+from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.index import ancestors, enclosing_function, parent
+from torchtrap.facts.tensors import Binding
+from torchtrap.values.loaders import Loaders
+from torchtrap.values.models import ModelFacts
+
+if TYPE_CHECKING:
+    from torchtrap.values.evaluate import Values
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+Loop = ast.For | ast.AsyncFor | ast.While
+
+BACKWARD = "backward"
+STEP = "step"
+ZERO_GRAD = "zero_grad"
+UNSCALE = "unscale"
+CLIP = "clip"
+EVAL = "eval"
+TRAIN = "train"
+SET_EPOCH = "set_epoch"
+ITERATE = "iterate"
+CALL = "call"
+
+CLIP_FUNCTIONS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_",
+        "torch.nn.utils.get_total_norm",
+    }
+)
+GRAD_SCALERS = frozenset(
+    {
+        "torch.cuda.amp.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.cpu.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.grad_scaler.GradScaler",
+    }
+)
+DISTRIBUTED_SAMPLERS = frozenset(
+    {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
+)
+# torch.optim's non-optimizer members.
+_NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+_OTHER_OPTIMIZERS = frozenset({"transformers.AdamW", "transformers.optimization.AdamW"})
+# Frameworks that run the loop (and zero, unscale, set the epoch) themselves.
+FRAMEWORK_BASES = frozenset(
+    {
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.pytorch.callbacks.Callback",
+        "pytorch_lightning.callbacks.Callback",
+        "lightning.Callback",
+        "pytorch_lightning.Callback",
+        "transformers.Trainer",
+        "transformers.TrainerCallback",
+    }
+)
+# A class derived from anything these packages export is theirs to drive
+# (Lightning's BoringModel, its test helpers).
+_FRAMEWORK_PACKAGES = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
+_ITERATION_WRAPPERS = frozenset(
+    {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"}
+)
+# Tensor methods whose result keeps the receiver's autograd graph.
+_GRAPH_KEEPING = frozenset(
+    {"mean", "sum", "clone", "to", "cpu", "cuda", "float", "double", "half", "view", "reshape"}
+    | {"squeeze", "unsqueeze", "flatten", "mul", "div", "add", "sub", "abs", "sqrt", "exp"}
+)
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
+_MAX_DEPTH = 3
+_MAX_EVENTS = 4000  # a pathological file stops being followed, it does not hang
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value as the analysed loop's function sees it: the expression, where
+    it is evaluated (for the bindings), and its dotted spelling there
+    (``model``, ``self.model``, ``loader.sampler``); ``key`` is None for
+    anything else. Inside a followed helper, a parameter is the caller's
+    argument, so ``expr``/``at`` may lie in the caller."""
+
+    expr: ast.expr
+    at: ast.AST
+    key: str | None
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    node: ast.AST  # the call (or the assignment `p.grad = None`, or the loop)
+    receiver: Ref | None = None  # `opt` in `opt.step()`, `scaler` in `scaler.step(opt)`
+    args: tuple[Ref, ...] = ()  # the call's positional arguments
+    # Loops between the analysed loop and the event, outermost first.
+    loops: tuple[Loop, ...] = ()
+    # Helper calls that lead to the event, outermost first.
+    via: tuple[ast.Call, ...] = ()
+    conditional: bool = False  # under an `if`/`try`/`match` inside the analysed loop
+    callee: Function | None = None  # CALL: the helper followed, if any
+    scaled_by: Ref | None = None  # BACKWARD: the scaler of `scaler.scale(loss).backward()`
+    extra: tuple[str, ...] = field(default=())  # TRAIN: "restores" for `m.train(was)`
+
+    @property
+    def statement(self) -> ast.stmt | None:
+        """The statement of the analysed function this event sits in (the
+        outermost helper call's statement when reached through one)."""
+        node: ast.AST | None = self.via[0] if self.via else self.node
+        while node is not None and not isinstance(node, ast.stmt):
+            node = parent(node)
+        return node
+
+
+class LoopFacts:
+    """Per-module cache (``ctx.values.loops``), shared by the loop rules."""
+
+    def __init__(self, values: Values) -> None:
+        self.facts = values.facts
+        self.imports = values.facts.imports
+        self.tensors = values.tensors
+        self._values = values
+        self._iterations: dict[int, list[Event]] = {}
+        self._functions: dict[str, Function] | None = None
+        self._autograd_facts: AutogradFacts | None = None
+
+    # -- loops --------------------------------------------------------------------
+    def loops(self) -> list[Loop]:
+        index = self.facts.index
+        found: list[Loop] = [*index.of(ast.For), *index.of(ast.AsyncFor), *index.of(ast.While)]
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+        return found
+
+    def iteration(self, loop: Loop) -> list[Event]:
+        """The events of one pass through ``loop``'s body, helpers followed."""
+        key = id(loop)
+        if key not in self._iterations:
+            walker = _Walker(self)
+            walker.body(loop.body, _Frame(loop))
+            self._iterations[key] = walker.events
+        return self._iterations[key]
+
+    def function_events(self, function: Function | ast.Module) -> list[Event]:
+        """The events of a whole function (or module) body, helpers followed."""
+        key = id(function)
+        if key not in self._iterations:
+            walker = _Walker(self)
+            walker.body(function.body, _Frame(None))
+            self._iterations[key] = walker.events
+        return self._iterations[key]
+
+    def enclosing_loops(self, node: ast.AST) -> list[Loop]:
+        """Loops around ``node`` in its own function, innermost first."""
+        out: list[Loop] = []
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(anc, LOOP_TYPES) and not _in_orelse(node, anc):
+                out.append(anc)
+        return out
+
+    # -- helpers ------------------------------------------------------------------
+    def callee(self, call: ast.Call) -> Function | None:
+        """The helper of this module a call runs: ``f(...)`` for a
+        module-level function defined once, ``self.f(...)`` for a method
+        of the caller's own class."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            if self.imports.qualname(func) is not None:
+                return None
+            return self._module_functions().get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id != "self":
+                return None
+            cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+            if cls is None:
+                return None
+            info = self.facts.classes.get(cls.name)
+            method = info.method(func.attr) if info is not None else None
+            return method
+        return None
+
+    def _module_functions(self) -> dict[str, Function]:
+        if self._functions is None:
+            counts: dict[str, int] = {}
+            found: dict[str, Function] = {}
+            for stmt in self.facts.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    counts[stmt.name] = counts.get(stmt.name, 0) + 1
+                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found[stmt.name] = stmt
+            self._functions = {n: f for n, f in found.items() if counts[n] == 1}
+        return self._functions
+
+    # -- value questions (to be answered by the value layer) ------------------------
+    def values(self, ref: Ref, depth: int = 0) -> list[tuple[ast.expr, ast.AST]] | None:
+        """What ``ref`` may hold: (value, where) pairs, None when unknown. A
+        parameter holds what every caller in this module passes."""
+        expr = ref.expr
+        if isinstance(expr, ast.Call):
+            return [(expr, ref.at)]
+        found = self.tensors.values_of(expr, ref.at)
+        if found is not None or not isinstance(expr, ast.Name) or depth >= _MAX_DEPTH:
+            return found
+        reach = self.tensors.reaching(expr.id, ref.at)
+        if reach is not None and not reach.complete and _both_branches(reach.bindings):
+            # `if distributed: x = A(...) else: x = B(...)`: one of the two.
+            return [(b.value, b.stmt) for b in reach.bindings if b.value is not None]
+        function = enclosing_function(ref.at)
+        if function is None or reach is None or not reach.complete:
+            return None
+        if not all(b.stmt is function for b in reach.bindings):
+            return None
+        passed = self._loaders().parameter_arguments(function, expr.id)
+        if not passed:
+            return None
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for arg, call in passed:
+            inner = self.values(Ref(arg, call, dotted_name(arg)), depth + 1)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+
+    def carries_graph(self, expr: ast.expr, at: ast.AST, events: list[Event]) -> bool:
+        """Is ``expr`` (at ``at``) evidently a tensor with an autograd graph:
+        a loss that ``events`` backpropagates (``loss.backward()``,
+        ``scaler.scale(loss).backward()``), a value a same-file helper
+        returns after backpropagating it, a module's output computed with
+        grad on, or arithmetic and non-detaching methods on one."""
+        if isinstance(expr, ast.BinOp):
+            return self.carries_graph(expr.left, at, events) or self.carries_graph(
+                expr.right, at, events
+            )
+        if isinstance(expr, ast.UnaryOp):
+            return self.carries_graph(expr.operand, at, events)
+        if isinstance(expr, ast.Subscript):
+            return self.carries_graph(expr.value, at, events)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _GRAPH_KEEPING:
+                return self.carries_graph(func.value, at, events)
+            callee = self.callee(expr)
+            return callee is not None and self._returns_backpropagated(callee)
+        if isinstance(expr, ast.Attribute) and expr.attr == "loss":
+            # `outputs.loss` of a model's output (transformers) that is backpropagated
+            return _backpropagated(ast.unparse(expr), events)
+        if not isinstance(expr, ast.Name):
+            return False
+        if _backpropagated(expr.id, events) and not _replaced_after_backward(expr.id, at, events):
+            return True
+        reach = self.tensors.reaching(expr.id, at)
+        if reach is None or not reach.complete or len(reach.bindings) != 1:
+            return False
+        binding = reach.bindings[0]
+        value = binding.value
+        if value is None or binding.path:
+            return False
+        if isinstance(value, ast.Call) and not _detached(value):
+            callee = self.callee(value)
+            if callee is not None and self._returns_backpropagated(callee):
+                return True
+        if isinstance(value, ast.Attribute) and value.attr == "loss":
+            return _backpropagated(ast.unparse(value), events)
+        if self._part_of_backpropagated(expr.id, events):
+            return True
+        if any(e.kind == BACKWARD for e in events):
+            return self._autograd().in_graph(expr, at)
+        return False
+
+    def container_of_graph(self, expr: ast.expr, events: list[Event]) -> bool:
+        """Is ``expr`` a name whose *item* was backpropagated
+        (``output['loss'].backward()``): a dict or list holding the graph,
+        not a tensor (``.detach()`` would not work on it)?"""
+        if not isinstance(expr, ast.Name):
+            return False
+        whole = part = False
+        for event in events:
+            call = event.node
+            if event.kind != BACKWARD or event.via or not isinstance(call, ast.Call):
+                continue
+            loss = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(loss, ast.Name) and loss.id == expr.id:
+                whole = True
+            elif isinstance(loss, (ast.Subscript, ast.Attribute)) and _root_name(loss) == expr.id:
+                part = True
+        return part and not whole
+
+    def _part_of_backpropagated(self, name: str, events: list[Event]) -> bool:
+        """Is ``name`` a term of a loss that ``events`` backpropagate
+        (``loss = a + 0.1 * b; loss.backward()``)? Then it carries the graph."""
+        for event in events:
+            if event.kind != BACKWARD or event.via or not isinstance(event.node, ast.Call):
+                continue
+            call = event.node
+            loss = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(loss, ast.Call) and loss.args:  # scaler.scale(loss)
+                loss = loss.args[0]
+            if loss is None or not isinstance(loss, ast.Name):
+                continue
+            reach = self.tensors.reaching(loss.id, call)
+            if reach is None or not reach.complete:
+                continue
+            for binding in reach.bindings:
+                if binding.value is None or not isinstance(binding.value, ast.BinOp):
+                    continue
+                if any(isinstance(n, ast.Name) and n.id == name for n in _terms(binding.value)):
+                    return True
+        return False
+
+    def _returns_backpropagated(self, function: Function) -> bool:
+        """Every ``return`` of the helper gives a name it backpropagates."""
+        key = -id(function)
+        if key not in self._iterations:
+            self._iterations[key] = []
+            events = self.function_events(function)
+            returns = [
+                n.value
+                for n in _statements(function)
+                if isinstance(n, ast.Return) and n.value is not None
+            ]
+            ok = bool(returns) and all(
+                isinstance(r, ast.Name) and _backpropagated(r.id, events) for r in returns
+            )
+            self._iterations[key] = [Event(CALL, function)] if ok else []
+        return bool(self._iterations[key])
+
+    def _autograd(self) -> AutogradFacts:
+        if self._autograd_facts is None:
+            self._autograd_facts = AutogradFacts(self.tensors)
+        return self._autograd_facts
+
+    def grad_enabled(self, node: ast.AST, depth: int = 0) -> bool:
+        """Does ``node`` evidently run with grad on: not under ``no_grad``,
+        and at module level or in a function whose every caller in this
+        module runs with grad on?"""
+        if grad_off_context(node, self.imports) is not None:
+            return False
+        function = enclosing_function(node)
+        if function is None:
+            return True
+        if depth >= _MAX_DEPTH or function.decorator_list:
+            return False
+        sites = self._models().callers_of(function)
+        return bool(sites) and all(self.grad_enabled(s.call, depth + 1) for s in sites)
+
+    def _models(self) -> ModelFacts:
+        return self._values.models
+
+    def _loaders(self) -> Loaders:
+        return self._values.loaders
+
+    def optimizer(self, ref: Ref) -> bool:
+        """Is ``ref`` evidently a torch optimizer (``torch.optim.SGD(...)``,
+        also through names and ``self`` attributes, or a parameter
+        annotated ``Optimizer``)?"""
+        if self._annotated(ref, ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")):
+            return True
+        values = self.values(ref)
+        return bool(values) and all(self._optimizer_value(v) for v, _ in values or ())
+
+    def _optimizer_value(self, value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        qualname = self.imports.qualname(value.func) or ""
+        if qualname in _OTHER_OPTIMIZERS:
+            return True
+        return (
+            qualname.startswith("torch.optim.")
+            and not qualname.startswith(_NOT_OPTIMIZERS)
+            and qualname.rsplit(".", 1)[-1][:1].isupper()
+        )
+
+    def scaler(self, ref: Ref) -> Scaler | None:
+        """The ``GradScaler(...)`` construction(s) ``ref`` holds, None when
+        it is not evidently one."""
+        values = self.values(ref)
+        if not values:
+            return None
+        calls: list[ast.Call] = []
+        for value, _ in values:
+            if not (
+                isinstance(value, ast.Call) and self.imports.qualname(value.func) in GRAD_SCALERS
+            ):
+                return None
+            calls.append(value)
+        return Scaler(tuple(calls))
+
+    def distributed_sampler(self, ref: Ref) -> ast.Call | None:
+        """The ``DistributedSampler(...)`` call ``ref`` holds, if evident;
+        ``DistributedSampler(ds) if distributed else None`` (or the same in
+        two branches) counts: the distributed run takes that branch."""
+        values = self.values(ref)
+        if not values:
+            return None
+        found: list[ast.Call] = []
+        for value, _ in values:
+            for branch in _branches(value):
+                if (
+                    isinstance(branch, ast.Call)
+                    and self.imports.qualname(branch.func) in DISTRIBUTED_SAMPLERS
+                ):
+                    found.append(branch)
+                elif not (isinstance(branch, ast.Constant) and branch.value is None):
+                    return None
+        return found[0] if len(found) == 1 else None
+
+    def _annotated(self, ref: Ref, qualnames: tuple[str, ...]) -> bool:
+        if not isinstance(ref.expr, ast.Name):
+            return False
+        reach = self.tensors.reaching(ref.expr.id, ref.at)
+        if reach is None or not reach.complete:
+            return False
+        return all(
+            b.annotation is not None and self.imports.qualname(b.annotation) in qualnames
+            for b in reach.bindings
+        )
+
+    def is_clip(self, call: ast.Call) -> bool:
+        return self.imports.qualname(call.func) in CLIP_FUNCTIONS
+
+    def in_framework(self, node: ast.AST) -> bool:
+        """Inside a class that Lightning or HF ``Trainer`` drives (its hooks
+        run in the framework's own loop, which zeroes, unscales and sets
+        the epoch)."""
+        for anc in ancestors(node):
+            if isinstance(anc, ast.ClassDef):
+                info = self.facts.classes.get(anc.name)
+                if info is not None and self.facts.classes.derives_from(info, FRAMEWORK_BASES):
+                    return True
+                for base in anc.bases:
+                    qualname = self.imports.qualname(base) or ""
+                    if qualname in FRAMEWORK_BASES or qualname.startswith(_FRAMEWORK_PACKAGES):
+                        return True
+        return False
+
+
+@dataclass(frozen=True)
+class Scaler:
+    """One or more ``GradScaler(...)`` constructions a value may hold."""
+
+    calls: tuple[ast.Call, ...]
+
+    @property
+    def flag(self) -> ast.expr | None:
+        """The ``enabled=`` expression when the scaler is on only if it is
+        true (``GradScaler(enabled=args.amp)``); None when always on."""
+        for call in self.calls:
+            for kw in call.keywords:
+                if kw.arg == "enabled" and not (
+                    isinstance(kw.value, ast.Constant) and kw.value.value is True
+                ):
+                    return kw.value
+            if len(call.args) >= 5:
+                return call.args[4]
+        return None
+
+    @property
+    def disabled(self) -> bool:
+        """``GradScaler(enabled=False)`` everywhere: no scaling at all."""
+        flag = self.flag
+        return (
+            flag is not None
+            and isinstance(flag, ast.Constant)
+            and flag.value is False
+            and all(
+                any(
+                    kw.arg == "enabled"
+                    and isinstance(kw.value, ast.Constant)
+                    and kw.value.value is False
+                    for kw in c.keywords
+                )
+                for c in self.calls
+            )
+        )
+
+
+@dataclass
+class _Frame:
+    """Where the walker is: the analysed loop, the loops and helper calls
+    entered since, the helper's parameters as the caller's values."""
+
+    loop: Loop | None
+    loops: tuple[Loop, ...] = ()
+    via: tuple[ast.Call, ...] = ()
+    conditional: bool = False
+    env: dict[str, Ref] = field(default_factory=dict)
+    visiting: frozenset[int] = frozenset()
+
+
+class _Walker:
+    def __init__(self, loops: LoopFacts) -> None:
+        self.facts = loops
+        self.events: list[Event] = []
+
+    # -- statements -------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt], frame: _Frame) -> None:
+        for stmt in stmts:
+            if len(self.events) > _MAX_EVENTS:
+                return
+            self.statement(stmt, frame)
+
+    def statement(self, stmt: ast.stmt, frame: _Frame) -> None:
+        cond = replace(frame, conditional=True)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # runs when called, not here
+        if isinstance(stmt, ast.If):
+            self.expression(stmt.test, frame)
+            self.body(stmt.body, cond)
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expression(stmt.iter, frame)
+            self.events.append(
+                Event(
+                    ITERATE,
+                    stmt,
+                    receiver=self.ref(_iterated(stmt.iter, self.facts), frame),
+                    loops=frame.loops,
+                    via=frame.via,
+                    conditional=frame.conditional,
+                )
+            )
+            self.body(stmt.body, replace(frame, loops=(*frame.loops, stmt)))
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, ast.While):
+            self.expression(stmt.test, frame)
+            self.body(stmt.body, replace(frame, loops=(*frame.loops, stmt)))
+            self.body(stmt.orelse, cond)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.expression(item.context_expr, frame)
+            self.body(stmt.body, frame)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.body(stmt.body, frame)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.body(handler.body, cond)
+            self.body(stmt.orelse, cond)  # type: ignore[attr-defined]
+            self.body(stmt.finalbody, frame)  # type: ignore[attr-defined]
+        elif type(stmt).__name__ == "Match":
+            self.expression(stmt.subject, frame)  # type: ignore[attr-defined]
+            for case in stmt.cases:  # type: ignore[attr-defined]
+                self.body(case.body, cond)
+        else:
+            self.expression(stmt, frame)
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                    self.add(ZERO_GRAD, stmt, frame)
+
+    # -- expressions ----------------------------------------------------------------
+    def expression(self, node: ast.AST, frame: _Frame) -> None:
+        calls = [n for n in _calls_under(node)]
+        # Inner calls end first: `scaler.scale(loss)` before `.backward()`.
+        calls.sort(key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
+        for call in calls:
+            self.call(call, frame)
+
+    def call(self, call: ast.Call, frame: _Frame) -> None:
+        func = call.func
+        args = tuple(self.ref(a, frame) for a in call.args if not isinstance(a, ast.Starred))
+        if isinstance(func, ast.Attribute):
+            receiver = self.ref(func.value, frame)
+            attr = func.attr
+            if attr in ("backward", "manual_backward"):
+                scaled = None
+                value = func.value
+                if (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Attribute)
+                    and value.func.attr == "scale"
+                ):
+                    scaled = self.ref(value.func.value, frame)
+                self.add(BACKWARD, call, frame, receiver, args, scaled_by=scaled)
+                return
+            if attr == "step":
+                self.add(STEP, call, frame, receiver, args)
+                return
+            if attr == "zero_grad":
+                self.add(ZERO_GRAD, call, frame, receiver, args)
+                return
+            if attr in ("zero_", "detach_", "requires_grad_") and _is_grad(func.value):
+                self.add(ZERO_GRAD, call, frame, None, args)
+                return
+            if attr == "unscale_":
+                self.add(UNSCALE, call, frame, receiver, args)
+                return
+            if attr == "eval" and not call.args and not call.keywords:
+                self.add(EVAL, call, frame, receiver, args)
+                return
+            if attr == "train":
+                mode = (
+                    call.args[0]
+                    if call.args
+                    else next((kw.value for kw in call.keywords if kw.arg == "mode"), None)
+                )
+                if isinstance(mode, ast.Constant) and mode.value is False:
+                    self.add(EVAL, call, frame, receiver, args)
+                else:
+                    restores = (
+                        () if mode is None or isinstance(mode, ast.Constant) else ("restores",)
+                    )
+                    self.add(TRAIN, call, frame, receiver, args, extra=restores)
+                return
+            if attr == "set_epoch":
+                self.add(SET_EPOCH, call, frame, receiver, args)
+                return
+        if self.facts.is_clip(call):
+            self.add(CLIP, call, frame, None, args)
+            return
+        qualname = self.facts.imports.qualname(func)
+        if qualname in ("torch.autograd.backward",):
+            self.add(BACKWARD, call, frame, None, args)
+            return
+        callee = self.facts.callee(call)
+        receiver = self.ref(func, frame)
+        self.add(CALL, call, frame, receiver, args, callee=callee)
+        if callee is not None and len(frame.via) < _MAX_DEPTH and id(callee) not in frame.visiting:
+            env = _bind(callee, call, args, frame)
+            inner = _Frame(
+                frame.loop,
+                frame.loops,
+                (*frame.via, call),
+                frame.conditional,
+                env,
+                frame.visiting | {id(callee)},
+            )
+            self.body(callee.body, inner)
+
+    def add(
+        self,
+        kind: str,
+        node: ast.AST,
+        frame: _Frame,
+        receiver: Ref | None = None,
+        args: tuple[Ref, ...] = (),
+        *,
+        callee: Function | None = None,
+        scaled_by: Ref | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        self.events.append(
+            Event(
+                kind,
+                node,
+                receiver,
+                args,
+                frame.loops,
+                frame.via,
+                frame.conditional,
+                callee,
+                scaled_by,
+                extra,
+            )
+        )
+
+    def ref(self, expr: ast.expr, frame: _Frame) -> Ref:
+        return _ref(expr, frame)
+
+
+def _bind(callee: Function, call: ast.Call, args: tuple[Ref, ...], frame: _Frame) -> dict[str, Ref]:
+    """The helper's parameters as the caller's values (``self`` stays
+    ``self`` for a method called on ``self``)."""
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    env: dict[str, Ref] = {}
+    if isinstance(call.func, ast.Attribute) and params[:1] == ["self"]:
+        env["self"] = frame.env.get("self", Ref(call.func.value, call, "self"))
+        params = params[1:]
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(positional) == len(call.args):
+        for name, ref in zip(params, args, strict=False):
+            env[name] = ref
+    kwonly = {a.arg for a in callee.args.kwonlyargs} | set(params)
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in kwonly:
+            env[kw.arg] = _ref(kw.value, frame)
+    return env
+
+
+def _ref(expr: ast.expr, frame: _Frame) -> Ref:
+    """``expr`` as the analysed function spells it: inside a helper, a
+    parameter is the caller's argument; a local of the helper has no key."""
+    dotted = dotted_name(expr)
+    if dotted is None or not frame.env:
+        return Ref(expr, expr, dotted)
+    root, _, rest = dotted.partition(".")
+    outer = frame.env.get(root)
+    if outer is None:
+        return Ref(expr, expr, dotted if root == "self" else None)
+    if not rest:
+        return outer
+    return Ref(expr, expr, f"{outer.key}.{rest}" if outer.key is not None else None)
+
+
+def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
+    """Calls in a statement or expression, not in nested functions,
+    lambdas or comprehension-free closures."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Call):
+            yield current
+        for child in ast.iter_child_nodes(current):
+            if isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.stmt) and current is not node:
+                continue
+            stack.append(child)
+
+
+def _iterated(expr: ast.expr, facts: LoopFacts) -> ast.expr:
+    """``loader`` of ``enumerate(tqdm(loader))``."""
+    while isinstance(expr, ast.Call) and expr.args:
+        func = expr.func
+        name = facts.imports.qualname(func) or (func.id if isinstance(func, ast.Name) else "")
+        if name not in _ITERATION_WRAPPERS:
+            break
+        expr = expr.args[0]
+    return expr
+
+
+def _backpropagated(spelling: str, events: list[Event]) -> bool:
+    """Do ``events`` call backward on the value spelled so (``loss``,
+    ``outputs.loss``)? ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``accelerator.backward(loss)``, ``(loss / n).backward()``."""
+    for event in events:
+        if event.kind != BACKWARD or event.via:
+            continue
+        call = event.node
+        if not isinstance(call, ast.Call):
+            continue
+        exprs: list[ast.expr] = list(call.args[:1])
+        if isinstance(call.func, ast.Attribute):
+            exprs.append(call.func.value)
+        for expr in exprs:
+            for node in ast.walk(expr):
+                if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node) == spelling:
+                    return True
+    return False
+
+
+def _both_branches(bindings: list[Binding]) -> bool:
+    """Two bindings with values, one in each branch of the same ``if``."""
+    if len(bindings) != 2 or any(b.value is None or b.path for b in bindings):
+        return False
+    first, second = (parent(b.stmt) for b in bindings)
+    if first is None or first is not second or not isinstance(first, ast.If):
+        return False
+    in_body = [any(b.stmt is s for s in first.body) for b in bindings]
+    return in_body.count(True) == 1
+
+
+def _branches(expr: ast.expr) -> list[ast.expr]:
+    """Both values of ``a if c else b``; the value itself otherwise."""
+    if isinstance(expr, ast.IfExp):
+        return [*_branches(expr.body), *_branches(expr.orelse)]
+    return [expr]
+
+
+def _terms(expr: ast.expr) -> Iterator[ast.expr]:
+    """The operands of a sum/product, through arithmetic only."""
+    if isinstance(expr, ast.BinOp):
+        yield from _terms(expr.left)
+        yield from _terms(expr.right)
+    elif isinstance(expr, ast.UnaryOp):
+        yield from _terms(expr.operand)
+    else:
+        yield expr
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _replaced_after_backward(name: str, at: ast.AST, events: list[Event]) -> bool:
+    """``output['loss'].backward(); output['loss'] = output['loss'].detach()``:
+    the part of ``name`` that was backpropagated is replaced before ``at``."""
+    line = getattr(at, "lineno", 0)
+    for event in events:
+        call = event.node
+        if event.kind != BACKWARD or event.via or not isinstance(call, ast.Call):
+            continue
+        if not isinstance(call.func, ast.Attribute):
+            continue
+        loss = call.func.value
+        if isinstance(loss, ast.Name) or dotted_name(loss) == name:
+            return False  # the whole value was backpropagated
+        spelled = ast.unparse(loss)
+        function = enclosing_function(call)
+        scope = function if function is not None else None
+        if scope is None:
+            return False
+        for node in _statements(scope):
+            if (
+                isinstance(node, ast.Assign)
+                and call.lineno < node.lineno < line
+                and any(ast.unparse(t) == spelled for t in node.targets)
+            ):
+                return True
+    return False
+
+
+def _detached(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr in _DETACHING
+
+
+def _statements(function: Function) -> Iterator[ast.AST]:
+    from torchtrap.facts.index import walk_scope
+
+    return walk_scope(function)
+
+
+def _is_grad(expr: ast.expr) -> bool:
+    """``p.grad`` / ``p.grad.data``."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "data":
+        expr = expr.value
+    return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def _in_orelse(node: ast.AST, loop: Loop) -> bool:
+    return any(node is s or _contains(s, node) for s in loop.orelse)
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(anc is tree for anc in ancestors(node))
+
+
+def function_of(node: ast.AST) -> Function | None:
+    return enclosing_function(node)
+
+
+def helper_names(events: list[Event]) -> set[str]:
+    """The helpers an iteration runs, by name (for messages)."""
+    return {e.callee.name for e in events if e.kind == CALL and e.callee is not None}
