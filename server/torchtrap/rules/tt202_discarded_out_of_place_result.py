@@ -95,7 +95,10 @@ class DiscardedOutOfPlaceResult(Rule):
     `model.to(device)`, `model.cuda()`, `net.float()`, `.train()`, `.eval()`
     convert modules in place. Also silent with `out=` or `inplace=`, inside
     `pytest.raises`/`assertRaises` blocks and `try:` bodies (probing whether
-    an operation fails), and in `test*`/benchmark/warm-up functions.
+    an operation fails), and in `test*`/benchmark/warm-up functions. In a
+    notebook, silent for a cell's last expression (Jupyter displays its
+    value; with a trailing `;` it does not, and the result is thrown away)
+    and in `%%timeit` cells.
 
     ## Why is this bad?
     These operations return a new tensor and leave their input unchanged, so
@@ -153,6 +156,8 @@ class DiscardedOutOfPlaceResult(Rule):
                 continue
             if any(kw.arg in ("out", "inplace") for kw in call.keywords):
                 continue
+            if stmt.lineno in self.ctx.displayed and parent(stmt) is self.ctx.tree:
+                continue  # a notebook cell's last expression: Jupyter displays it
             func = call.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id
             if name not in METHODS and name not in FUNCTIONS:
