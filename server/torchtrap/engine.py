@@ -164,12 +164,15 @@ def fix_source(
     project: Project | None = None,
 ) -> tuple[str, int]:
     """Apply fixes until none is left (fixes that overlap wait for the next
-    round, as in ruff). Returns the new text and how many fixes were applied."""
+    round, as in ruff). Returns the new text and how many fixes were applied.
+    Hint-level findings are fixed only with ``config.show_hints`` (as they are
+    reported: ``check --fix`` fixes what it would show)."""
     from torchtrap.fixes.apply import apply_fixes, select_fixes
 
     total = 0
     for _ in range(max_rounds):
         findings = lint(source, path, config, rules, project)
+        findings = [f for f in findings if (config or Config()).shows(f.severity)]
         fixes = select_fixes(findings, unsafe=unsafe)
         if not fixes:
             break

@@ -303,7 +303,9 @@ def fix_cells(
         module = result.module
         per_cell: dict[int, list[Edit]] = {}
         mappable = []
-        for fix in select_fixes(result.findings, unsafe=unsafe):
+        # Hints only when shown, as engine.fix_source.
+        shown = [f for f in result.findings if (config or Config()).shows(f.severity)]
+        for fix in select_fixes(shown, unsafe=unsafe):
             mapped = cell_edits(module, fix.edits)
             if mapped is not None and not any(i in result.broken for i, _ in mapped):
                 mappable.append((fix, mapped))

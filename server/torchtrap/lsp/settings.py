@@ -89,6 +89,7 @@ class Settings:
             severity=dict(self.severity),
             torch_version=self.torch_version,
             unsafe_fixes=self.unsafe_fixes,
+            show_hints=True,  # faint in the editor, never hidden
         )
 
     def to_json(self) -> dict[str, Any]:

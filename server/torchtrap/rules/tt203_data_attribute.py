@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
 from torchtrap.facts.imports import ImportTable
+from torchtrap.facts.init_code import in_init_code
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -39,6 +40,9 @@ class DataAttribute(Rule):
     other libraries' `.data`), for `.data` reads used in an expression
     (logging, printing, `.cpu().numpy()`), for parameters inside
     `torch.no_grad()`, and for values computed under `torch.no_grad()`.
+    The parameter hints are also silent in initialisation code (`__init__`,
+    `reset_parameters`, `init_weights`, `weights_init` and the like), where
+    no forward pass has built a graph yet.
 
     ## Why is this bad?
     A change through `.data` is invisible to autograd: the tensor's version
@@ -109,6 +113,8 @@ class DataAttribute(Rule):
             # `copy_` under no_grad would not allow a new shape or shared storage.
             return None
         grad = isinstance(owner, ast.Attribute) and owner.attr == "grad"
+        if in_init_code(stmt):
+            return None  # `__init__`, `reset_parameters`: no graph exists yet
         if (grad or self.autograd.is_parameter(owner, stmt)) and grad_off_context(
             data, self.ctx.facts.imports
         ) is None:
@@ -192,6 +198,32 @@ class DataAttribute(Rule):
         return text if len(text) <= 40 and "\n" not in text else "..."
 
     valid = (
+        Valid(
+            """
+            import math
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.fc = nn.Linear(n, n)
+                    self.fc.weight.data.normal_(0, 0.02)
+                    self.fc.bias.data.zero_()
+
+                def reset_parameters(self):
+                    stdv = 1.0 / math.sqrt(self.fc.weight.size(1))
+                    self.fc.weight.data.uniform_(-stdv, stdv)
+
+            def weights_init(m):
+                if isinstance(m, nn.Conv2d):
+                    m.weight.data.normal_(0.0, 0.02)
+
+            def _init_weights(model):
+                for p in model.parameters():
+                    p.data.mul_(0.5)
+            """,
+            note="initialisation code: no forward pass, no graph yet",
+        ),
         Valid(
             """
             import numpy as np
