@@ -92,7 +92,10 @@ async def test_hints_are_shown_faintly_in_the_editor(root: Path) -> None:
     # editor shows them as Hint diagnostics even when the project's
     # pyproject.toml says `show-hints = false`, and Fix All fixes them.
     (root / "pyproject.toml").write_text("[tool.torchtrap]\nshow-hints = false\n")
-    text = "import torch\nfrom torch.autograd import Variable\n\ndef f(real):\n    return Variable(real)\n"
+    text = (
+        "import torch\nfrom torch.autograd import Variable\n\n"
+        "def f(real):\n    return Variable(real)\n"
+    )
     async with session(root) as h:
         uri = h.open("gan.py", text)
         (diag,) = [d for d in await h.diagnostics(uri, 1) if d.code == "TT210"]

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.init_code import in_init_code
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
+from torchtrap.facts.init_code import in_init_code
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
