@@ -31,8 +31,6 @@ from torchtrap.rules.base import Invalid, Rule, Valid
 # float16 (log -inf); torch.finfo(dtype).tiny leaves a gradient of 8.5e37
 # in float32 that overflows after a factor of 4.
 CLAMP_MIN = "1e-4"
-# Measured in float32 (tests/test_numerics_facts.py); shown as related information.
-SOFTMAX_MEASURED = "logits [0, 120] with target 0: loss inf, gradient NaN; log_softmax gives 120.0"
 
 SOFTMAX_FUNCTIONS = {
     "torch.softmax": "torch.log_softmax",
@@ -352,8 +350,6 @@ class LogOfProbability(Rule):
             related.append(self.ctx.related(prob.call, f"the {prob.kind} comes from here"))
         elif not prob.direct and prob.call.lineno != call.lineno:
             related.append(self.ctx.related(prob.call, f"the {prob.kind} is computed here"))
-        if prob.kind == "softmax" and not prob.complement:
-            related.append(self.ctx.related(call, SOFTMAX_MEASURED))
         return self.finding(call, message, fixes=[fix], related=related, line_refs=line_refs)
 
     @staticmethod

@@ -223,10 +223,8 @@ class DiscardedOutOfPlaceResult(Rule):
         message = f"`.{name}()` returns a new tensor that is thrown away"
         if shown is not None:
             message += f": `{shown}` is unchanged"
-        related = []
-        if name in MODULE_SHARED:
-            note = f"only an nn.Module converts itself in place; a tensor's `.{name}()` is a copy"
-            related.append(self.ctx.related(call, note))
+        if name in MODULE_SHARED and len(message) + 31 <= 120:
+            message += " (only a module converts itself)"
         fixes: list[Fix] = []
         assign = self._assign_back(stmt, receiver, name)
         if assign is not None:
@@ -243,7 +241,7 @@ class DiscardedOutOfPlaceResult(Rule):
                     build=lambda: [edits.insert_at(end, "_")],
                 )
             )
-        return self.finding(call, message, fixes=fixes, related=related)
+        return self.finding(call, message, fixes=fixes)
 
     def _function_finding(self, stmt: ast.Expr, call: ast.Call, name: str) -> Finding:
         target = call.args[0]
