@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from torchtrap.config import Config
 from torchtrap.findings import Position
 from torchtrap.ipython import CellMode, prepare_cell
 from torchtrap.notebook import fix_cells, lint_cells
@@ -87,7 +88,8 @@ def test_a_structural_fix_in_a_dedented_cell_keeps_its_indentation() -> None:
         "        p.data.mul_(0.9)\n"
         "    print(model)"
     )
-    fixed, count = fix_cells([cell], unsafe=True)
+    # (A hint: fixed only when hints are shown, as `check --fix --show-hints`.)
+    fixed, count = fix_cells([cell], config=Config(show_hints=True), unsafe=True)
     assert count >= 1
     assert "        with torch.no_grad():\n            p.mul_(0.9)\n" in fixed[0]
     assert lint_cells(fixed).broken == frozenset()
