@@ -97,10 +97,9 @@ def test_tt103_example_is_flagged_and_fixed_without_cuda(tmp_path: Path) -> None
         if f.code == "TT103"
     ]
     assert [(f.range.start.line, f.severity) for f in findings] == [(26, Severity.ERROR)]
-    notes = [r.message for r in findings[0].related]
-    assert any("Cannot re-initialize CUDA in forked subprocess" in note for note in notes)
-    assert any("CUDA IPC" in note for note in notes)
-    assert [r.range.start.line for r in findings[0].related] == [42, 26, 26]
+    # The consequence is in the message; related information is the DataLoader.
+    assert "crash under fork, may read zeros under spawn" in findings[0].message
+    assert [r.range.start.line for r in findings[0].related] == [42]
 
     result = _run(example)
     if torch.cuda.is_available():

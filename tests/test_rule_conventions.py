@@ -80,3 +80,23 @@ def test_relabel_lines_is_one_pass_and_whole_numbers_only() -> None:
     relabelled = finding.relabel_lines({6: "line 1", 1: "cell 2, line 1"}.__getitem__)
     assert relabelled.message == "from line 1 and cell 2, line 1, not line 60"
     assert relabelled.line_refs == ()
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_related_information_points_elsewhere(rule: type[Rule]) -> None:
+    # Related information is for other locations (the DataLoader line, the
+    # softmax line), not prose about the flagged code itself: the Problems
+    # panel cuts it off, and the consequence belongs in the message.
+    for finding in _findings(rule):
+        for rel in finding.related:
+            if rel.path is not None:
+                continue
+            inside = finding.range.start <= rel.range.start and rel.range.end <= finding.range.end
+            assert not inside, f"{rule.code}: {rel.message!r} points at the finding itself"
+
+
+def test_related_rows_are_not_canned() -> None:
+    # No row repeated word for word in every file whatever the code says
+    # (TT201's "logits [0, 120] with target 0" once was).
+    messages = [r.message for rule in ALL_RULES for f in _findings(rule) for r in f.related]
+    assert not any("logits [0, 120]" in m for m in messages)

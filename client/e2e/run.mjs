@@ -14,6 +14,10 @@
 //                   "Fixed N finding(s)", then "Nothing to fix";
 //   notebook        a Jupyter notebook's cells get squiggles on cell-relative lines, Ctrl+. fixes
 //                   one, "TorchTrap: Fix All" (notebook focused) fixes the rest: saved cells = CLI;
+//   notebook-magics a notebook with IPython syntax (`!pip install \` continued, a `%%bash` cell, a
+//                   cell whose first line is indented) gets the CLI's findings and no more: TT201
+//                   at the dedented cell's own column, no TT202 on a cell's last expression (Jupyter
+//                   displays it), TT202 where a trailing `;` hides it; the CLI reports no TT000;
 //   status-explain  the language status pop-up shows the interpreter and fits the window;
 //                   "TorchTrap: Explain Rule…" opens a rule rendered;
 //   probe           "TorchTrap: Run GPU Probe" from the palette: cancel works; the full run's
@@ -31,7 +35,8 @@
 // Expected lines and texts come from `python -m torchtrap check` run on the same files (the CLI,
 // not the language server). Screenshots of every test, the TorchTrap log (client + server
 // stderr) and, on failure, code-server's logs go to $E2E_ARTIFACTS (default .e2e-artifacts/).
-// Prints `e2e: N passed, M failed` and exits non-zero on any failure.
+// Prints `e2e: N passed, M failed` and exits non-zero on any failure. E2E_ONLY=name,name runs only
+// those flows (the others are reported as skipped, never as passed).
 
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -374,6 +379,36 @@ function notebookText() {
   )}\n`;
 }
 
+const MAGICS = 'magics.ipynb';
+
+/** A notebook of valid IPython that is not Python: none of it is a syntax error. */
+function magicsNotebookText() {
+  const code = (/** @type {string[]} */ lines) => ({
+    cell_type: 'code',
+    execution_count: null,
+    metadata: {},
+    outputs: [],
+    source: lines.map((l, i) => (i < lines.length - 1 ? `${l}\n` : l)),
+  });
+  const cells = [
+    code(['!pip install -q \\', '    torch \\', '    torchvision']),
+    code(['%%bash', 'echo "not python: $HOME"', 'for x in 1 2; do echo $x; done']),
+    code(['  import torch', '  x = torch.randn(4)', '  y = torch.log(torch.softmax(x, dim=0))']),
+    code(['x.clamp(min=0.1)']),
+    code(['x.clamp(max=1.0);']),
+  ].map((c, i) => ({ id: `magic-${i}`, ...c }));
+  return `${JSON.stringify(
+    {
+      cells,
+      metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+    null,
+    1,
+  )}\n`;
+}
+
 /** User settings shared by both code-server instances. */
 function userSettings(/** @type {string} */ python, /** @type {Record<string, unknown>} */ extra = {}) {
   return {
@@ -470,6 +505,7 @@ async function main() {
     }
   }
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookText());
+  fs.writeFileSync(path.join(ws, MAGICS), magicsNotebookText());
   fs.mkdirSync(path.join(udd, 'User'), { recursive: true });
   const settingsFile = path.join(udd, 'User', 'settings.json');
   fs.writeFileSync(settingsFile, JSON.stringify(userSettings(python), null, 2));
@@ -520,7 +556,7 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', NOTEBOOK].map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
@@ -554,7 +590,8 @@ async function main() {
   let browser;
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
-  const TESTS = ['diagnostics', 'quickfix', 'fix-all', 'notebook', 'status-explain', 'probe', 'probe-no-torch', 'restart',
+  const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const TESTS = ['diagnostics', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe', 'probe-no-torch', 'restart',
     'settings-live', 'multi-root', 'untrusted'];
   const guard = setTimeout(() => {
     console.error(`e2e: over the ${TOTAL_BUDGET_MS / 1000}s budget, giving up`);
@@ -601,6 +638,10 @@ async function main() {
 
     /** @param {string} name @param {() => Promise<void>} fn */
     const test = async (name, fn) => {
+      if (ONLY.length && !ONLY.includes(name)) {
+        log(`SKIP ${name} (E2E_ONLY)`);
+        return;
+      }
       const start = Date.now();
       try {
         await fn();
@@ -816,6 +857,40 @@ async function main() {
         () => `the saved cells to be the CLI's --fix cells; expected:\n${JSON.stringify(want)}\n--- got:\n${got}`,
       );
       await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-fixed.png') });
+    });
+
+    await test('notebook-magics', async () => {
+      // The CLI first: exactly TT201 in the indented cell and TT202 behind the `;`.
+      const findings = expected[MAGICS] ?? [];
+      const cliRows = findings.map((f) => `${f.code}@${f.line}:${f.column + 1}`).sort().join(' ');
+      if (fmt(findings) !== 'TT201@3 TT202@1' || findings.some((f) => f.code === 'TT000')) {
+        throw new Error(`the CLI's ${MAGICS} findings are not TT201@3 (cell 3) + TT202@1 (cell 5): ${cliRows}`);
+      }
+      const tt201 = findings.find((f) => f.code === 'TT201');
+      if (tt201?.column !== 6) {
+        throw new Error(`TT201 is not at the indented cell's own column 7: ${cliRows}`);
+      }
+      await vs.openFile(MAGICS);
+      await page.locator('.view-line', { hasText: 'torchvision' }).first().waitFor({ timeout: 30_000 });
+      await vs.openProblems();
+      let rows = '';
+      const shown = async () =>
+        (await vs.problems()).filter((r) => r.file.startsWith(MAGICS)).map((r) => `${r.code}@${r.line}:${r.col}`).sort().join(' ');
+      await waitFor(
+        async () => {
+          rows = await shown();
+          return rows === cliRows;
+        },
+        90_000,
+        () => `"${cliRows}" for ${MAGICS} in the Problems panel (shown: "${rows}")`,
+      );
+      // Still exactly those a moment later: no TT202 on cell 4's displayed last expression.
+      await sleep(2_000);
+      rows = await shown();
+      if (rows !== cliRows) {
+        throw new Error(`${MAGICS} rows changed to "${rows}", expected "${cliRows}"`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-magics.png') });
     });
 
     await test('status-explain', async () => {
@@ -1082,7 +1157,9 @@ async function main() {
     for (const r of results) {
       console.log(`${r.ok ? 'ok    ' : 'FAILED'} ${r.name} (${(r.ms / 1000).toFixed(1)}s)`);
     }
-    const failedCount = Math.max(failed.length, TESTS.length - passed);
+    const planned = ONLY.length ? TESTS.filter((n) => ONLY.includes(n)).length : TESTS.length;
+    const failedCount = Math.max(failed.length, planned - passed);
+    if (ONLY.length) console.log(`e2e: only ${ONLY.join(', ')} (E2E_ONLY); ${TESTS.length - planned} skipped`);
     console.log(`e2e total ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     console.log(`e2e: ${passed} passed, ${failedCount} failed`);
     process.exitCode = failedCount > 0 ? 1 : 0;
@@ -1091,6 +1168,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof Error ? err.stack : err);
-  console.log('e2e: 0 passed, 11 failed');
+  console.log('e2e: 0 passed, 12 failed');
   process.exit(1);
 });

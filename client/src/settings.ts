@@ -20,6 +20,8 @@ export interface ServerSettings {
   torchVersion?: string;
   /** Only when set: files larger than this many bytes are not linted (0: no limit). */
   maxFileSize?: number;
+  /** TT000 "cannot parse" diagnostics (off: the Python extension reports syntax errors). */
+  showSyntaxErrors: boolean;
 }
 
 /** Settings only the client uses: how to start the server. */
@@ -35,6 +37,12 @@ export interface Settings {
   problems: string[];
 }
 
+function parseBoolean(value: unknown, fallback: boolean, key: string, problems: string[]): boolean {
+  if (typeof value === 'boolean') return value;
+  if (value !== undefined && value !== null) problems.push(`torchtrap.${key} must be true or false; using ${fallback}.`);
+  return fallback;
+}
+
 /** Reads one key below `torchtrap.` (e.g. `probe.timeout`); undefined when unset. */
 export type SettingGetter = (key: string) => unknown;
 
@@ -48,6 +56,7 @@ export const DEFAULTS: Readonly<ServerSettings & LaunchSettings> = Object.freeze
   severity: {},
   probe: { timeout: DEFAULT_PROBE_TIMEOUT },
   showNotifications: 'onError',
+  showSyntaxErrors: false,
   interpreter: '',
   importStrategy: 'useBundled',
 });
@@ -168,6 +177,7 @@ export function readSettings(get: SettingGetter): Settings {
     severity: parseSeverityMap(get('severity'), problems),
     probe: { timeout: parseTimeout(get('probe.timeout'), problems) },
     showNotifications: parseNotifications(get('showNotifications'), problems),
+    showSyntaxErrors: parseBoolean(get('showSyntaxErrors'), DEFAULTS.showSyntaxErrors, 'showSyntaxErrors', problems),
   };
   const torchVersion = get('torchVersion');
   if (typeof torchVersion === 'string' && torchVersion.trim() !== '') {

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchtrap.config import Config
 from torchtrap.discovery import ConfigLookup
-from torchtrap.output import FileReport
+from torchtrap.output import FileReport, hide_hints
 from torchtrap.project.build import MAX_PROJECT_FILES, layout_for, project_files
 from torchtrap.project.cache import Cache, Entry, entry_key, rules_key
 from torchtrap.project.index import PENDING, Project
@@ -347,7 +347,7 @@ def _pass_two(items: list[Item], pool: Executor | None, options: Options) -> lis
     for item in items:
         if not item.checked:
             continue
-        report = item.report or FileReport(item.path)
+        report = hide_hints(item.report or FileReport(item.path), item.config)
         if report.source is None and item.data is not None and report.findings:
             report.source = _decode(item.data)
         out.append(report)

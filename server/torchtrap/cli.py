@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from torchtrap import __version__
 from torchtrap.checker import check_file
 from torchtrap.discovery import ConfigLookup, iter_python_files
-from torchtrap.output import FORMATS, FileReport
+from torchtrap.output import FORMATS, FileReport, failing, hide_hints
 from torchtrap.rules import Rule
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         overrides["ignore"] = args.ignore
     if args.torch_version:
         overrides["torch_version"] = args.torch_version
+    if args.show_hints:
+        overrides["show_hints"] = True
     # Only JSON and SARIF print a fix's edits (--fix and --diff apply fixes
     # through fix_source, which builds them anyway).
     overrides["fix_edits"] = args.format in ("json", "sarif")
@@ -61,7 +63,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             args.unsafe_fixes,
             args.diff,
         )
-        reports = [check_file(task)]
+        reports = [hide_hints(check_file(task), config)]
     else:
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
@@ -108,7 +110,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         out.write(text.summary(reports, style, fix_mode=args.fix, unsafe=args.unsafe_fixes))
     if args.exit_zero:
         return EXIT_CLEAN
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    # Hints (modernisation, not bugs) never fail the run, shown or not.
+    return EXIT_FINDINGS if failing(findings) else EXIT_CLEAN
 
 
 def _check_project(
@@ -240,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--diff", action="store_true", help="show the fixes as a diff; change no file"
     )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument(
+        "--show-hints",
+        action="store_true",
+        help="also report hint-level findings (modernisation, not bugs; they never fail check)",
+    )
     check.add_argument(
         "--statistics", action="store_true", help="counts per rule instead of each finding"
     )

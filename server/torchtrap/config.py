@@ -35,6 +35,7 @@ KNOWN_KEYS = {
     "unsafe-fixes",
     "numpy-version",
     "src",
+    "show-hints",
 }
 
 DEFAULT_EXCLUDE = (
@@ -63,6 +64,9 @@ class Config:
     # only titles, and a structural fix's edits cost a libcst parse).
     fix_edits: bool = True
     numpy_version: str | None = None
+    # Hint-level findings (modernisation, not bugs) in `check`'s output: off,
+    # as Pyright's CLI; they never fail `check`. The editor always shows them.
+    show_hints: bool = False
     src: tuple[str, ...] = ()  # source roots for module names, relative to ``root`` (as ruff's)
     root: Path | None = None  # folder of the pyproject.toml it came from
     source: Path | None = None
@@ -80,6 +84,10 @@ class Config:
                 if _glob(rel, pattern) and _matches(code, codes):
                     return False
         return True
+
+    def shows(self, finding_severity: Severity) -> bool:
+        """Whether ``check`` reports (and ``--fix`` fixes) a finding of this severity."""
+        return self.show_hints or finding_severity is not Severity.HINT
 
     def severity_for(self, code: str, default: Severity) -> Severity:
         # The longest matching code or prefix wins ("TT101" beats "TT1"); on a
@@ -117,9 +125,12 @@ class Config:
         torch_version: str | None = None,
         unsafe_fixes: bool | None = None,
         fix_edits: bool | None = None,
+        show_hints: bool | None = None,
     ) -> Config:
         """This config with a front end's overrides on top."""
         new = self
+        if show_hints is not None:
+            new = replace(new, show_hints=show_hints)
         if fix_edits is not None:
             new = replace(new, fix_edits=fix_edits)
         if unsafe_fixes is not None:
@@ -225,6 +236,11 @@ def from_table(
         warnings.append(f"{where}unsafe-fixes must be true or false; ignored")
         unsafe_fixes = False
 
+    show_hints = table.get("show-hints", False)
+    if not isinstance(show_hints, bool):
+        warnings.append(f"{where}show-hints must be true or false; ignored")
+        show_hints = False
+
     numpy_version = table.get("numpy-version")
     if numpy_version is not None and not isinstance(numpy_version, str):
         warnings.append(f'{where}numpy-version must be a string like "1.26"; ignored')
@@ -239,6 +255,7 @@ def from_table(
         torch_version=torch_version,
         unsafe_fixes=unsafe_fixes,
         numpy_version=numpy_version,
+        show_hints=show_hints,
         src=str_list("src"),
         root=root,
         source=source,

@@ -23,6 +23,7 @@ from torchtrap.findings import (
     Range,
     Severity,
 )
+from torchtrap.ipython import CellSpan, displayed_lines
 from torchtrap.project.index import NeedsProject, Project, _Pending
 from torchtrap.project.summary import ModuleSummary, summarize
 from torchtrap.rules import ALL_RULES, Context, Rule
@@ -42,6 +43,8 @@ def lint(
     config: Config | None = None,
     rules: Sequence[type[Rule]] | None = None,
     project: Project | None = None,
+    *,
+    cells: Sequence[CellSpan] = (),
 ) -> list[Finding]:
     """Findings for one module, sorted by position.
 
@@ -49,9 +52,10 @@ def lint(
     rules); without it the rules see this file alone. A file that cannot be
     decoded or parsed yields exactly one ``TT000`` finding at the error's
     location and no rule findings. An exception in a rule is logged and
-    that rule skipped; the others still run.
+    that rule skipped; the others still run. ``cells``: the module is a
+    notebook's cells joined (``torchtrap.notebook``), laid out so.
     """
-    return analyse(source, path, config, rules, project=project).findings
+    return analyse(source, path, config, rules, project=project, cells=cells).findings
 
 
 @dataclass
@@ -73,6 +77,7 @@ def analyse(
     *,
     project: Project | _Pending | None = None,
     module: tuple[str, bool] | None = None,
+    cells: Sequence[CellSpan] = (),
 ) -> Analysis:
     """Lint and, when ``module`` (its dotted name, is a package) is given,
     summarise the module from the same parse. ``project=PENDING`` is
@@ -111,6 +116,8 @@ def analyse(
     if selected:
         facts = ModuleFacts(tree)
         ctx = Context(text, path, tree, facts, config, project)
+        if cells:
+            ctx.displayed = displayed_lines(tree, text.lines, cells)
         for rule in selected:
             try:
                 findings.extend(rule(ctx).check())
@@ -157,12 +164,15 @@ def fix_source(
     project: Project | None = None,
 ) -> tuple[str, int]:
     """Apply fixes until none is left (fixes that overlap wait for the next
-    round, as in ruff). Returns the new text and how many fixes were applied."""
+    round, as in ruff). Returns the new text and how many fixes were applied.
+    Hint-level findings are fixed only with ``config.show_hints`` (as they are
+    reported: ``check --fix`` fixes what it would show)."""
     from torchtrap.fixes.apply import apply_fixes, select_fixes
 
     total = 0
     for _ in range(max_rounds):
         findings = lint(source, path, config, rules, project)
+        findings = [f for f in findings if (config or Config()).shows(f.severity)]
         fixes = select_fixes(findings, unsafe=unsafe)
         if not fixes:
             break

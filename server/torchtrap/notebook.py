@@ -2,19 +2,21 @@
 
 Cells are joined in order with a newline, so cell ``k`` occupies a block of
 whole lines of the joined module and a position maps back to its cell by
-moving the line only (columns never change). IPython syntax that is not
-Python (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``) is masked with a
-``#`` of the same width, so columns stay exact. A cell that does not parse
-is left out (its lines blanked, or replaced by ``fallback`` text such as
-the cell's last parseable version) and reported as one ``TT000`` finding in
-that cell; the other cells are still linted. The front ends (LSP, CLI)
-share this module; it holds no rule logic.
+moving the line (and, in a cell whose first line is indented, by the
+columns IPython's dedent removed). Each cell is first read as IPython reads
+it (``torchtrap.ipython``): escapes such as ``%magic``, ``!shell``,
+``x = !cmd`` and ``obj?`` become Python of the same width, a ``%%bash``
+cell is blank. The engine is told the layout, so a cell's last expression
+counts as displayed. A cell that does not parse is left out (its lines
+blanked, or replaced by ``fallback`` text such as the cell's last
+parseable version) and reported as one ``TT000`` finding in that cell; the
+other cells are still linted. The front ends (LSP, CLI) share this module;
+it holds no rule logic.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,41 +24,14 @@ from dataclasses import dataclass, field, replace
 from torchtrap.config import Config
 from torchtrap.engine import lint
 from torchtrap.findings import Edit, Finding, Fix, Position, Range, RelatedLocation, line_text
+from torchtrap.ipython import CellSpan, prepare_cell
 from torchtrap.project.index import Project
 from torchtrap.source import split_lines
 
-# Cell magics whose body is Python (the first line is masked, the rest linted).
-_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
-_LINE_MAGIC_RE = re.compile(r"^(\s*)([%!])")
-_ASSIGN_MAGIC_RE = re.compile(r"^(\s*)[\w.\[\], ]+=\s*[%!]")
-_HELP_RE = re.compile(r"^\s*[\w.]*\?{1,2}\s*$|^\s*\?{1,2}[\w.]+\s*$")
-
 
 def mask_ipython(text: str) -> str:
-    """The cell with IPython-only lines commented out, same widths."""
-    if "%" not in text and "!" not in text and "?" not in text:
-        return text
-    lines = text.split("\n")
-    first = lines[0].lstrip() if lines else ""
-    if first.startswith("%%"):
-        name = first[2:].split(None, 1)[0] if len(first) > 2 else ""
-        if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%writefile...: not Python
-            return "\n".join("" for _ in lines)
-    out = []
-    for line in lines:
-        match = _LINE_MAGIC_RE.match(line) or _ASSIGN_MAGIC_RE.match(line)
-        if match or _HELP_RE.match(line) and line.strip():
-            indent = len(line) - len(line.lstrip())
-            line = line[:indent] + "#" + line[indent + 1 :]
-        out.append(line)
-    return "\n".join(out)
-
-
-@dataclass(frozen=True)
-class CellSpan:
-    index: int  # position in the list of cells given
-    first_line: int  # 1-based line of the joined module
-    line_count: int
+    """The cell as the linter parses it (see ``torchtrap.ipython``)."""
+    return prepare_cell(text).text
 
 
 @dataclass
@@ -83,13 +58,15 @@ class NotebookModule:
         span = self.cell_of_line(position.line)
         if span is None:
             return None
-        return span.index, Position(position.line - span.first_line + 1, position.column)
+        line = position.line - span.first_line + 1
+        return span.index, Position(line, position.column + span.shift(line))
 
     def from_cell(self, index: int, position: Position) -> Position | None:
         for span in self.spans:
             if span.index == index:
                 line = min(max(position.line, 1), span.line_count)
-                return Position(span.first_line + line - 1, position.column)
+                column = max(position.column - span.shift(line), 0)
+                return Position(span.first_line + line - 1, column)
         return None
 
     def cell_range(self, rng: Range) -> tuple[int, Range] | None:
@@ -101,6 +78,20 @@ class NotebookModule:
             return None
         return start[0], Range(start[1], end[1])
 
+    def cell_edit(self, edit: Edit) -> tuple[int, Edit] | None:
+        """An edit of the joined module as (cell index, edit of that cell);
+        None when it spans cells. Text it inserts on new lines gets the
+        indentation IPython removed from the cell."""
+        located = self.cell_range(edit.range)
+        if located is None:
+            return None
+        index, rng = located
+        indent = self.spans[index].indent if index < len(self.spans) else ""
+        text = edit.new_text
+        if indent and "\n" in text:
+            text = text.replace("\n", "\n" + indent)
+        return index, Edit(rng, text)
+
 
 def join_cells(cells: Sequence[str]) -> NotebookModule:
     spans: list[CellSpan] = []
@@ -109,10 +100,11 @@ def join_cells(cells: Sequence[str]) -> NotebookModule:
     for index, text in enumerate(cells):
         # One "\n" per line break the parser sees ("\r\n" and a lone "\r" too),
         # so that the line map below counts lines as ``ast`` does.
-        masked = mask_ipython("\n".join(split_lines(text)))
-        count = masked.count("\n") + 1
-        spans.append(CellSpan(index, line, count))
-        parts.append(masked)
+        prepared = prepare_cell("\n".join(split_lines(text)))
+        count = prepared.text.count("\n") + 1
+        shifts = prepared.shifts if prepared.indent else ()
+        spans.append(CellSpan(index, line, count, shifts, prepared.indent, prepared.mode))
+        parts.append(prepared.text)
         line += count
     return NotebookModule("\n".join(parts), tuple(spans))
 
@@ -154,7 +146,7 @@ def lint_cells(
     substituted: set[int] = set()
     for _ in range(len(texts) + 1):
         module = join_cells(texts)
-        findings = lint(module.source, path, config, project=project)
+        findings = lint(module.source, path, config, project=project, cells=module.spans)
         if not (len(findings) == 1 and findings[0].is_syntax_error):
             break
         # Find the culprits: cells that do not parse on their own, else the
@@ -257,7 +249,16 @@ def _cell_error(
     """The TT000 for a cell, in cell coordinates (repositioned later)."""
     alone = lint(mask_ipython(cell), path, rules=[])  # parse only
     if alone and alone[0].is_syntax_error:
-        return alone[0]
+        error = alone[0]
+        span = module.spans[index]  # prepared (dedented) coordinates -> the cell's
+        start, end = error.range.start, error.range.end
+        return replace(
+            error,
+            range=Range(
+                Position(start.line, start.column + span.shift(start.line)),
+                Position(end.line, end.column + span.shift(end.line)),
+            ),
+        )
     located = module.to_cell(joined_error.range.start)
     pos = located[1] if located and located[0] == index else Position(1, 0)
     return replace(joined_error, range=Range(pos, pos))
@@ -274,10 +275,10 @@ def cell_edits(module: NotebookModule, edits: Sequence[Edit]) -> list[tuple[int,
     edit spans cells (such a fix cannot be applied to a notebook)."""
     out: list[tuple[int, Edit]] = []
     for edit in edits:
-        located = module.cell_range(edit.range)
+        located = module.cell_edit(edit)
         if located is None:
             return None
-        out.append((located[0], Edit(located[1], edit.new_text)))
+        out.append(located)
     return out
 
 
@@ -302,7 +303,9 @@ def fix_cells(
         module = result.module
         per_cell: dict[int, list[Edit]] = {}
         mappable = []
-        for fix in select_fixes(result.findings, unsafe=unsafe):
+        # Hints only when shown, as engine.fix_source.
+        shown = [f for f in result.findings if (config or Config()).shows(f.severity)]
+        for fix in select_fixes(shown, unsafe=unsafe):
             mapped = cell_edits(module, fix.edits)
             if mapped is not None and not any(i in result.broken for i, _ in mapped):
                 mappable.append((fix, mapped))

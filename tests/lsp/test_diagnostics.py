@@ -85,3 +85,20 @@ async def test_started_by_the_cli(root: Path) -> None:
         assert [(d.code, d.range.start.line) for d in diags] == [("TT201", 3)]
         rules = await h.command("torchtrap.explainRule")
         assert "TT901" not in [r["code"] for r in rules]
+
+
+async def test_hints_are_shown_faintly_in_the_editor(root: Path) -> None:
+    # `check` hides hints unless asked (tests/core/test_hints_cli.py); the
+    # editor shows them as Hint diagnostics even when the project's
+    # pyproject.toml says `show-hints = false`, and Fix All fixes them.
+    (root / "pyproject.toml").write_text("[tool.torchtrap]\nshow-hints = false\n")
+    text = (
+        "import torch\nfrom torch.autograd import Variable\n\n"
+        "def f(real):\n    return Variable(real)\n"
+    )
+    async with session(root) as h:
+        uri = h.open("gan.py", text)
+        (diag,) = [d for d in await h.diagnostics(uri, 1) if d.code == "TT210"]
+        assert diag.severity == types.DiagnosticSeverity.Hint
+        result = await h.command("torchtrap.fixAll", uri)
+        assert result["applied"] is True

@@ -70,3 +70,17 @@ async def test_hover_on_a_real_rule_is_a_few_lines(root: Path) -> None:
         fixes = "Fixes: Assign the result back to `prob`; Use the in-place `clamp_()` (unsafe: "
         assert fixes in value
         assert value.endswith("TT202.md)")
+
+
+def test_hover_tells_the_why_once_and_links_the_doc() -> None:
+    # The diagnostic states the consequence; the hover adds why, once (the
+    # fork/spawn story is not repeated), and the rule doc.
+    from torchtrap.lsp.hover import rule_markdown
+    from torchtrap.lsp.settings import Settings
+
+    tt103 = rule_markdown("TT103", Settings()) or ""
+    assert tt103.count("under fork") == 1 and tt103.count("forked subprocess") == 1
+    assert tt103.endswith("[TT103 documentation](" + Settings().docs_url("TT103") + ")")
+    tt106 = rule_markdown("TT106", Settings()) or ""
+    assert "re-imports the main module" in tt106
+    assert "finished its bootstrapping phase" in tt106  # once the worker's error, in related

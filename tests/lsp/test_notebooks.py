@@ -127,7 +127,7 @@ async def test_cell_edit_without_a_new_notebook_version_is_linted(root: Path) ->
 
 
 async def test_notebook_cells(root: Path) -> None:
-    async with session(root) as h:
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
         nb = Notebook(
             h,
             root / "train.ipynb",
@@ -161,6 +161,9 @@ async def test_notebook_cells(root: Path) -> None:
         version = nb.set_text(0, "import os\ndef f(:")
         diags = await h.diagnostics(first, version)
         assert [d.code for d in diags] == ["TT000"]
+        assert diags[0].message.endswith(
+            "showing the findings of this cell's last version that parsed"
+        )
         third_now = h.last(third)
         assert third_now is not None and [d.code for d in third_now.diagnostics] == ["TT901"]
 
@@ -211,3 +214,57 @@ async def test_lines_named_in_messages_are_cell_relative(root: Path) -> None:
         assert "from line 1 (via `p`)" in third[0].message
         assert [(d.code, d.range.start.line) for d in fourth] == [("TT201", 0)]
         assert "from cell 3, line 1 (via `p`)" in fourth[0].message
+
+
+IPYTHON_CELLS = [
+    ("code", "!pip install -q \\\n    torch \\\n    torchvision"),
+    ("code", "\n%%bash\necho hi\nfor x in 1 2; do echo $x; done"),
+    ("code", "  import torch\n  x = torch.zeros(3)\n  danger(x)"),
+    ("code", 's = ("a %s"\n     % 3)\nfor i in range(2):\n    !echo $i'),
+    ("code", "x.clamp(min=0.1)"),
+    ("code", "x.clamp(max=1.0);"),
+]
+
+
+async def test_ipython_cells_are_linted_not_syntax_errors(root: Path) -> None:
+    # With syntax errors shown, none of these valid IPython cells is TT000.
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
+        nb = Notebook(h, root / "magics.ipynb", IPYTHON_CELLS)
+        per_cell = [await h.diagnostics(nb.uri_of(i), 1) for i in range(len(IPYTHON_CELLS))]
+        assert [[d.code for d in diags] for diags in per_cell] == [
+            [],
+            [],
+            ["TT901"],
+            [],
+            [],  # a cell's last expression: Jupyter displays it
+            ["TT202"],  # `;` hides it: the result is thrown away
+        ]
+        # The indented cell (IPython dedents it): the column is the cell's own.
+        (danger,) = per_cell[2]
+        assert danger.range.start == types.Position(2, 2)
+        (fix, *_) = await h.code_actions(nb.uri_of(2), 2, only=["quickfix"])
+        resolved = await h.resolve(fix)
+        assert resolved.edit is not None
+        ((_, edits),) = edits_by_uri(resolved.edit).items()
+        assert edits[0].range.start == types.Position(2, 2)
+
+
+async def test_a_cell_that_never_parsed_says_so(root: Path) -> None:
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
+        nb = Notebook(h, root / "broken.ipynb", [("code", "def f(:"), ("code", "danger(1)")])
+        (error,) = await h.diagnostics(nb.uri_of(0), 1)
+        assert error.code == "TT000"
+        assert "last version that parsed" not in error.message
+        assert error.message.endswith(
+            "this cell is not checked until it parses, the other cells are"
+        )
+        assert [d.code for d in await h.diagnostics(nb.uri_of(1), 1)] == ["TT901"]
+
+
+async def test_syntax_errors_are_hidden_by_default(root: Path) -> None:
+    async with session(root) as h:
+        nb = Notebook(h, root / "typing.ipynb", [("code", "danger(0)"), ("code", "x = 1")])
+        assert [d.code for d in await h.diagnostics(nb.uri_of(0), 1)] == ["TT901"]
+        version = nb.set_text(0, "danger(0)\nfor epoch in range(3):")
+        # No TT000 squiggle while the block has no body; the finding stays.
+        assert [d.code for d in await h.diagnostics(nb.uri_of(0), version)] == ["TT901"]

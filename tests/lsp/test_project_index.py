@@ -259,7 +259,7 @@ async def test_a_closed_file_changed_on_disk(flat: Path, deleted: bool) -> None:
 
 
 async def test_a_syntax_error_keeps_the_last_good_summary(flat: Path) -> None:
-    async with session(flat) as h:
+    async with session(flat, settings={"showSyntaxErrors": True}) as h:
         datasets_text = _text(flat, "datasets.py")
         datasets = h.open("datasets.py", datasets_text)
         train_text = _text(flat, "train.py")

@@ -14,7 +14,7 @@ SOURCE = "import os\n\ndanger(1)\n\n\ndanger(2)\n"
 
 
 async def test_syntax_error_keeps_last_good_findings(root: Path) -> None:
-    async with session(root) as h:
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
         uri = h.open("a.py", SOURCE)
         assert [d.range.start.line for d in await h.diagnostics(uri, 1)] == [2, 5]
         # The user starts a new function above both findings...
@@ -27,6 +27,7 @@ async def test_syntax_error_keeps_last_good_findings(root: Path) -> None:
         assert codes == [("TT000", 1), ("TT901", 3), ("TT901", 6)]
         (syntax,) = [d for d in diags if d.code == "TT000"]
         assert syntax.severity == types.DiagnosticSeverity.Information
+        assert syntax.message.endswith("showing the findings of its last version that parsed")
         # Editing a line with a finding drops just that one.
         h.change(uri, broken.replace("danger(1)", "dang"))
         version = h.change(uri, broken.replace("danger(1)", "danger(1"))
@@ -43,6 +44,23 @@ async def test_syntax_error_keeps_last_good_findings(root: Path) -> None:
         # No code actions from an unparsable version, but no error either.
         h.change(uri, "def f(:\n")
         assert await h.code_actions(uri, 0, only=["quickfix"]) == []
+
+
+async def test_syntax_errors_follow_the_show_syntax_errors_setting(root: Path) -> None:
+    # Off by default (ruff's editor setting; the editor's Python support
+    # reports syntax errors already); a file that never parsed says so.
+    async with session(root) as h:
+        uri = h.open("a.py", SOURCE)
+        await h.diagnostics(uri, 1)
+        version = h.change(uri, "def f(:\n" + SOURCE)
+        diags = await h.diagnostics(uri, version)
+        assert sorted((d.code, d.range.start.line) for d in diags) == [("TT901", 3), ("TT901", 6)]
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
+        uri = h.open("b.py", "for epoch in range(3):\n")
+        (syntax,) = await h.diagnostics(uri, 1)
+        assert syntax.code == "TT000"
+        assert syntax.message.endswith("; nothing in it is checked until it parses")
+        assert "last version" not in syntax.message
 
 
 async def test_debounce_publishes_once_for_the_last_version(root: Path) -> None:

@@ -17,6 +17,7 @@ describe('readSettings', () => {
       severity: {},
       probe: { timeout: 120 },
       showNotifications: 'onError',
+      showSyntaxErrors: false,
     });
     assert.deepEqual(s.launch, { interpreter: '', importStrategy: 'useBundled' });
     assert.deepEqual(s.problems, []);
@@ -35,6 +36,7 @@ describe('readSettings', () => {
         interpreter: ' /opt/py/bin/python3 ',
         importStrategy: 'fromEnvironment',
         torchVersion: ' 1.8 ',
+        showSyntaxErrors: true,
       }),
     );
     assert.deepEqual(s.server, {
@@ -45,6 +47,7 @@ describe('readSettings', () => {
       severity: { TT2: 'error', TT101: 'hint', TT102: 'warning', TT103: 'info' },
       probe: { timeout: 30 },
       showNotifications: 'always',
+      showSyntaxErrors: true,
       torchVersion: '1.8',
     });
     assert.deepEqual(s.launch, { interpreter: '/opt/py/bin/python3', importStrategy: 'fromEnvironment' });
@@ -54,7 +57,7 @@ describe('readSettings', () => {
   it('the server options are plain JSON without client-only keys', () => {
     const s = readSettings(getter({ interpreter: '/x', importStrategy: 'fromEnvironment' }));
     const json = JSON.parse(JSON.stringify(s.server)) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(json).sort(), ['enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications']);
+    assert.deepEqual(Object.keys(json).sort(), ['enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications', 'showSyntaxErrors']);
   });
 
   it('replaces invalid values with defaults and says why', () => {
@@ -67,6 +70,7 @@ describe('readSettings', () => {
         'probe.timeout': -5,
         importStrategy: 'download',
         showNotifications: 'loud',
+        showSyntaxErrors: 'yes',
       }),
     );
     assert.equal(s.server.run, 'onType');
@@ -76,7 +80,8 @@ describe('readSettings', () => {
     assert.equal(s.server.probe.timeout, 120);
     assert.equal(s.server.showNotifications, 'onError');
     assert.equal(s.launch.importStrategy, 'useBundled');
-    assert.equal(s.problems.length, 9);
+    assert.equal(s.problems.length, 10);
+    assert.equal(s.server.showSyntaxErrors, false);
     assert.ok(s.problems.some((p) => p.includes('torchtrap.severity') && p.includes('fatal')));
   });
 

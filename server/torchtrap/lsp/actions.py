@@ -141,12 +141,14 @@ def fix_workspace_edit(
     """The fix's edits (built now), mapped to the documents (cells)."""
     per_uri: dict[str, list[types.TextEdit]] = {}
     for edit in fix.edits:
-        located = result.locate(edit.range)
+        located = result.locate_edit(edit)
         if located is None:  # spans notebook cells
             return None
-        uri, rng = located
+        uri, cell_edit = located
         per_uri.setdefault(uri, []).append(
-            types.TextEdit(to_lsp_range(result.lines[uri], rng, encoding), edit.new_text)
+            types.TextEdit(
+                to_lsp_range(result.lines[uri], cell_edit.range, encoding), cell_edit.new_text
+            )
         )
     return workspace_edit(result, per_uri, document_changes)
 

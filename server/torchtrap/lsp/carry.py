@@ -63,6 +63,10 @@ class CarryStore:
     def remember(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
         self._good[uri] = [d for d in diagnostics if d.code != "TT000"]
 
+    def __contains__(self, uri: str) -> bool:
+        """Whether a version of ``uri`` parsed since it was opened."""
+        return uri in self._good
+
     def get(self, uri: str) -> list[types.Diagnostic]:
         return list(self._good.get(uri, ()))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
@@ -49,10 +50,7 @@ def to_diagnostic(
     lines = result.lines.get(uri, [])
     message = finding.message
     if finding.is_syntax_error:
-        message = (
-            f"TorchTrap cannot parse this code yet ({finding.message}); "
-            "showing the findings of the last version that parsed"
-        )
+        message = f"TorchTrap cannot parse this code ({finding.message})"
     elif finding.code in confirmed:
         message += " (confirmed here)"  # by the GPU probe; its evidence: related information
     related = []
@@ -98,12 +96,32 @@ def to_diagnostic(
     return uri, diagnostic
 
 
+def syntax_error_shown(
+    diagnostic: types.Diagnostic, parsed_before: bool, cell: bool
+) -> types.Diagnostic:
+    """Say what the user sees next to a TT000: the findings of the last
+    version that parsed (kept on screen, see carry.py), or nothing at all
+    for code that never parsed."""
+    if parsed_before:
+        whose = "this cell's" if cell else "its"
+        tail = f"; showing the findings of {whose} last version that parsed"
+    elif cell:
+        tail = "; this cell is not checked until it parses, the other cells are"
+    else:
+        tail = "; nothing in it is checked until it parses"
+    return attrs.evolve(diagnostic, message=diagnostic.message + tail)
+
+
 def build_diagnostics(
     result: LintResult, settings: Settings, encoding: str, confirmed: Mapping[str, str]
 ) -> dict[str, list[types.Diagnostic]]:
-    """Every document of the unit -> its diagnostics (possibly empty)."""
+    """Every document of the unit -> its diagnostics (possibly empty). TT000
+    only with ``showSyntaxErrors`` (off by default: the editor's Python
+    support reports syntax errors as you type)."""
     out: dict[str, list[types.Diagnostic]] = {doc.uri: [] for doc in result.snapshot.docs}
     for index in range(len(result.findings)):
+        if result.findings[index].is_syntax_error and not settings.show_syntax_errors:
+            continue
         item = to_diagnostic(result, index, settings, encoding, confirmed)
         if item is not None:
             out.setdefault(item[0], []).append(item[1])

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torchtrap.lsp import index_worker
+from torchtrap.lsp.host import IndexHost
 from torchtrap.lsp.index_worker import Layout
 from torchtrap.project.graph import ImportGraph
 from torchtrap.project.index import Project
 from torchtrap.project.summary import ModuleSummary
 
 if TYPE_CHECKING:
-    from torchtrap.lsp.server import TorchTrapServer
     from torchtrap.lsp.workspace import LintResult, Snapshot
 
 log = logging.getLogger("torchtrap.lsp")
@@ -62,7 +62,7 @@ def _shape(summary: ModuleSummary) -> str:
 
 
 class ProjectIndex:
-    def __init__(self, ls: TorchTrapServer) -> None:
+    def __init__(self, ls: IndexHost) -> None:
         self.ls = ls
         self.folders: list[str] = []
         self.layouts: dict[str, Layout] = {}  # absolute path -> root, module, config
@@ -442,7 +442,7 @@ def _process_pool() -> Any:
 class _Progress:
     """``$/progress`` for the index build, when the client supports it."""
 
-    def __init__(self, ls: TorchTrapServer) -> None:
+    def __init__(self, ls: IndexHost) -> None:
         self.ls = ls
         self.token: str | None = None
 

@@ -33,8 +33,9 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 import torchtrap
+from torchtrap.findings import SYNTAX_ERROR_CODE
 from torchtrap.lsp import carry, lifeline
-from torchtrap.lsp.diagnostics import build_diagnostics
+from torchtrap.lsp.diagnostics import build_diagnostics, syntax_error_shown
 from torchtrap.lsp.documents import DocumentStore, LineShift
 from torchtrap.lsp.notebooks import SELECTOR, NotebookStore
 from torchtrap.lsp.positions import UTF16, choose_encoding
@@ -521,6 +522,13 @@ class TorchTrapServer(LanguageServer):
             if uri in result.broken:
                 # Typing in progress: keep the last good findings (moved with
                 # the edits since) next to the syntax error; see carry.py.
+                parsed_before = uri in self.carry
+                diags = [
+                    syntax_error_shown(d, parsed_before, result.snapshot.notebook)
+                    if d.code == SYNTAX_ERROR_CODE
+                    else d
+                    for d in diags
+                ]
                 diags = self.carry.get(uri) + diags
             else:
                 self.carry.remember(uri, diags)

@@ -53,6 +53,9 @@ class Settings:
     docs_base_url: str = DEFAULT_DOCS_BASE_URL
     unsafe_fixes: bool | None = None  # None: pyproject's unsafe-fixes decides
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    # TT000 in the editor (as ruff's showSyntaxErrors, but off: while typing,
+    # the editor's Python support reports them already). The CLI always does.
+    show_syntax_errors: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -86,6 +89,7 @@ class Settings:
             severity=dict(self.severity),
             torch_version=self.torch_version,
             unsafe_fixes=self.unsafe_fixes,
+            show_hints=True,  # faint in the editor, never hidden
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +106,7 @@ class Settings:
             "docsBaseUrl": self.docs_base_url,
             "unsafeFixes": self.unsafe_fixes,
             "maxFileSize": self.max_file_size,
+            "showSyntaxErrors": self.show_syntax_errors,
         }
 
 
@@ -130,6 +135,11 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
 
     if isinstance(raw.get("enable"), bool):
         values["enable"] = raw["enable"]
+    if "showSyntaxErrors" in raw and raw["showSyntaxErrors"] is not None:
+        if isinstance(raw["showSyntaxErrors"], bool):
+            values["show_syntax_errors"] = raw["showSyntaxErrors"]
+        else:
+            problems.append("torchtrap.showSyntaxErrors must be true or false")
     if "run" in raw:
         if raw["run"] in ("onType", "onSave"):
             values["run"] = raw["run"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from torchtrap.config import Config
 from torchtrap.engine import analyse
-from torchtrap.findings import Finding, Position, Range
+from torchtrap.findings import Edit, Finding, Position, Range
 from torchtrap.lsp.positions import split_lines
 from torchtrap.notebook import NotebookModule, lint_cells
 from torchtrap.project.index import Project
@@ -66,6 +66,16 @@ class LintResult:
         if self.module is None:
             return self.snapshot.key, rng
         located = self.module.cell_range(rng)
+        if located is None:
+            return None
+        return self.snapshot.docs[located[0]].uri, located[1]
+
+    def locate_edit(self, edit: Edit) -> tuple[str, Edit] | None:
+        """A unit edit as (document URI, edit of that document); in a
+        notebook cell IPython dedents, new lines get the cell's indentation."""
+        if self.module is None:
+            return self.snapshot.key, edit
+        located = self.module.cell_edit(edit)
         if located is None:
             return None
         return self.snapshot.docs[located[0]].uri, located[1]

@@ -20,6 +20,8 @@ def render(reports: Sequence[FileReport]) -> str:
         "tool": {"name": "torchtrap", "version": __version__},
         "files_checked": len(reports),
         "fixes_applied": sum(r.fixed for r in reports),
+        # Hint-level findings left out (`show-hints` off); they never fail check.
+        "hints_hidden": sum(r.hidden_hints for r in reports),
         "findings": findings,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

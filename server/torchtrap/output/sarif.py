@@ -171,6 +171,9 @@ def render(reports: Sequence[FileReport]) -> str:
                 "columnKind": "unicodeCodePoints",
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
                 "results": results,
+                # Hint-level findings left out (`show-hints` off): SARIF has
+                # no hint level, shown ones are "note" results.
+                "properties": {"hintsHidden": sum(r.hidden_hints for r in reports)},
             }
         ],
     }

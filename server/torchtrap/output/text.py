@@ -114,29 +114,43 @@ def render(reports: Sequence[FileReport], style: Style, *, show_source: bool = T
 
 def summary(reports: Sequence[FileReport], style: Style, *, fix_mode: bool, unsafe: bool) -> str:
     findings = [f for r in reports for f in r.findings]
+    issues = [f for f in findings if f.severity is not Severity.HINT]
+    hints = len(findings) - len(issues)
+    hidden = sum(r.hidden_hints for r in reports)
     fixed = sum(r.fixed for r in reports)
     parts = []
     if fixed:
         parts.append(f"Fixed {fixed} {'issue' if fixed == 1 else 'issues'}.")
-    if not findings:
-        parts.append(style.bold("All checks passed!") if not fixed else "No issues left.")
-        return "\n".join(parts) + "\n"
+    if not issues:
+        if not fixed:
+            parts.append(style.bold("All checks passed!"))
+        else:
+            parts.append("No issues left.")
+    else:
+        line = f"Found {_count(len(issues), 'issue')}"
+        if fixed:
+            line += " remaining"
+        parts.append(line + (f" and {_count(hints, 'hint')}." if hints else "."))
+    if hints and not issues:
+        parts.append(f"{_count(hints, 'hint')} (modernisation, not bugs: they never fail check).")
+    if hidden:
+        parts.append(
+            f"{_count(hidden, 'hint')} hidden (modernisation, not bugs); `--show-hints` shows them."
+        )
     safe = sum(1 for f in findings if any(x.is_safe for x in f.fixes))
     only_unsafe = sum(1 for f in findings if f.fixes and not any(x.is_safe for x in f.fixes))
-    noun = "issue" if len(findings) == 1 else "issues"
-    line = f"Found {len(findings)} {noun}"
-    if fixed:
-        line += " remaining"
-    line += "."
-    parts.append(line)
-    hints = []
+    offers = []
     if safe and not fix_mode:
-        hints.append(f"{safe} fixable with `--fix`")
+        offers.append(f"{safe} fixable with `--fix`")
     if only_unsafe and not unsafe:
-        hints.append(f"{only_unsafe} more with `--fix --unsafe-fixes`")
-    if hints:
-        parts.append("[*] " + "; ".join(hints) + ".")
+        offers.append(f"{only_unsafe} more with `--fix --unsafe-fixes`")
+    if offers:
+        parts.append("[*] " + "; ".join(offers) + ".")
     return "\n".join(parts) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def statistics(reports: Sequence[FileReport]) -> str:

@@ -61,6 +61,10 @@ class Invalid:
 class Context:
     """What a rule sees of one module."""
 
+    # In a notebook: lines of the top-level expression statements whose value
+    # is used (a cell's last expression is displayed); see torchtrap.ipython.
+    displayed: frozenset[int] = frozenset()
+
     def __init__(
         self,
         source: SourceText,

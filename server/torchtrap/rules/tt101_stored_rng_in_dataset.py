@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers, assigned_value
 from torchtrap.facts.datasets import (
-    ENTRY_METHODS,
     DatasetFacts,
     DatasetView,
     Exposure,
@@ -26,8 +25,8 @@ from torchtrap.facts.datasets import (
     worker_count,
 )
 from torchtrap.facts.index import enclosing_function, parent, walk
-from torchtrap.facts.remote import is_remote, with_location
-from torchtrap.findings import Edit, Finding, Fix, Severity
+from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
+from torchtrap.findings import Edit, Finding, Fix, RelatedLocation, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -56,12 +55,9 @@ INSPECT_METHODS = frozenset({"get_state", "getstate", "initial_seed", "__getstat
 INSPECT_BUILTINS = frozenset({"isinstance", "print", "id", "type", "repr", "str", "hasattr"})
 
 SAME = "all draw the same numbers"
-# Details for related information (the message stays short).
-EPOCHS = "every epoch repeats the same numbers: the dataset is copied afresh from the main process"
-SPAWN_CRASH = (
-    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) the "
-    "workers crash unpickling a torch.Generator (pytorch #146828)"
-)
+# Under spawn/forkserver (the default on Windows, macOS and Python >= 3.14)
+# workers crash unpickling a torch.Generator (pytorch #146828).
+SPAWN_CRASH = "; under spawn they crash"
 
 
 @dataclass
@@ -363,11 +359,9 @@ class StoredRngInDataset(Rule):
         judgement: Judgement,
     ) -> Finding:
         what = f"`self.{stored.attr}` ({stored.display})"
-        entry = next(n for n in ENTRY_METHODS if n in view.methods)
         loaders = judgement.loaders
         exposure = judgement.exposure
-        notes: list[str] = []
-        drawn = f"drawn in `{entry}`, in every worker from the same copied state"
+        related: list[RelatedLocation] = []
         if exposure in (Exposure.WORKERS, Exposure.MAYBE):
             severity = Severity.ERROR if exposure is Exposure.WORKERS else Severity.WARNING
             message = copies_message(what, loaders)
@@ -381,23 +375,20 @@ class StoredRngInDataset(Rule):
                     f"{what} may repeat in every DataLoader worker unless "
                     "`worker_init_fn` re-creates it"
                 )
-                init = loader_init_text(unread[0])
-                notes.append(f"`worker_init_fn={init}` is defined elsewhere: it may re-create it")
-            if not all(literal(lo.argument("persistent_workers")) is True for lo in loaders):
-                notes.append(EPOCHS)
+                init = unread[0].argument("worker_init_fn")
+                if init is not None and not is_remote(unread[0]):
+                    note = f"`worker_init_fn={loader_init_text(unread[0])}` is defined elsewhere"
+                    related.append(self.ctx.related(init, note))
         elif exposure is Exposure.UNLINKED:
             severity = Severity.WARNING
             message = f"{what} may be copied into DataLoader workers: {SAME}"
-            notes += [drawn, EPOCHS]
         else:
             severity = Severity.WARNING
             message = f"{what} would repeat in every DataLoader worker (no DataLoader visible here)"
-            notes += [drawn, EPOCHS]
-        if stored.kind is Kind.TORCH:
-            notes.append(SPAWN_CRASH)
+        if stored.kind is Kind.TORCH and len(message + SPAWN_CRASH) <= MESSAGE_LIMIT:
+            message += SPAWN_CRASH
         message = with_location(message, loaders)
-        related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
-        related += [self.ctx.related(stored.stmt, note) for note in notes]
+        related[:0] = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
         return self.finding(
             stored.stmt,
             message,
@@ -989,7 +980,10 @@ loader = DataLoader(Noisy(), batch_size=2, num_workers=4, worker_init_fn=seed_wo
         """,
         line=7,
         severity=Severity.ERROR,
-        message_contains="`self.g` (torch.Generator) is copied into both",
+        message_contains=(
+            "`self.g` (torch.Generator) is copied into both DataLoader workers: "
+            "all draw the same numbers; under spawn they crash"
+        ),
         fixed="""\
         import torch
         from torch.utils.data import DataLoader, Dataset

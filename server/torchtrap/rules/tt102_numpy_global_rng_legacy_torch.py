@@ -244,13 +244,8 @@ class NumpyGlobalRngLegacyTorch(Rule):
         else:
             message = f"`{spelled}` would draw the same numbers in every DataLoader worker {on}"
         message = with_location(message, loaders)
-        why = (
-            f"numpy's global generator: torch {torch_text} does not seed it per DataLoader "
-            "worker (torch >= 1.9 does), so under fork (the Linux default) every worker "
-            "starts from the parent's state"
-        )
+        # Why (torch < 1.9 does not seed numpy per worker): the hover and the docs.
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
-        related.append(self.ctx.related(call, why))
         return self.finding(
             call, message, severity=severity, fixes=self._fixes(judgement), related=related
         )

@@ -20,7 +20,7 @@ from torchtrap.facts.datasets import (
 )
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.index import enclosing_statement, parent, walk
-from torchtrap.facts.remote import is_remote, with_location
+from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -48,21 +48,30 @@ CLASS_WORDS = ("cuda", "device", ".to(", "load(", "Tensor(")
 # Keywords of .to() that keep a pure device move a pure device move.
 MOVE_KEYWORDS = frozenset({"non_blocking", "copy"})
 
-# Details for related information (the message stays short).
-FORK = (
-    'under fork a worker that touches it fails with "Cannot re-initialize CUDA in forked '
-    'subprocess"'
+# The consequence, in the message (the why is in the hover and the docs):
+# under fork a worker raises "Cannot re-initialize CUDA in forked
+# subprocess"; under spawn/forkserver CUDA IPC sharing is reported to leave
+# the tensor (or the batches sent back) reading as zeros (pytorch #128497).
+# Candidate endings, longest first: the first that fits MESSAGE_LIMIT.
+HELD = (
+    " in a Dataset: DataLoader workers {may}crash under fork, may read zeros under spawn",
+    ": DataLoader workers {may}crash under fork, may read zeros under spawn",
+    ": DataLoader workers {may}crash (fork), may read zeros (spawn)",
+    ": {a}crash under fork, zeros under spawn",
 )
-FORK_IN_WORKER = 'under fork this fails with "Cannot re-initialize CUDA in forked subprocess"'
-SPAWN = (
-    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) it is "
-    "shared through CUDA IPC, which is reported to leave it reading as zeros (pytorch #128497)"
+IN_WORKER = (
+    ", which {runs} in DataLoader workers: a crash under fork, zeros under spawn",
+    " in DataLoader workers: a crash (fork) or zeros (spawn)",
+    ": {a}crash under fork, zeros under spawn",
 )
-SPAWN_RETURN = (
-    "under spawn/forkserver (the default on Windows, macOS and Python >= 3.14) every batch is "
-    "sent back through CUDA IPC sharing, the path reported to turn values to zeros "
-    "(pytorch #128497)"
-)
+
+
+def _first_fitting(what: str, endings: tuple[str, ...], **words: str) -> str:
+    for ending in endings:
+        message = what + ending.format(**words)
+        if len(message) <= MESSAGE_LIMIT:
+            return message
+    return message
 
 
 @dataclass
@@ -166,8 +175,8 @@ class CudaTensorInDataset(Rule):
     name = "cuda-tensor-in-dataset"
     summary = "A Dataset with CUDA tensors is copied into DataLoader workers"
     fact = (
-        'Under fork a worker touching a CUDA tensor raises "Cannot re-initialize CUDA in '
-        'forked subprocess"; pytorch #128497 and #156618 report zeros under spawn.'
+        'The fork error reads "Cannot re-initialize CUDA in forked subprocess"; the zeros '
+        "under spawn are pytorch #128497 and #156618."
     )
     default_severity = Severity.ERROR
     requires_text = ("cuda",)
@@ -299,16 +308,13 @@ class CudaTensorInDataset(Rule):
             else f"`{use.method}` puts data on the GPU ({use.how})"
         )
         may = "may " if exposure is Exposure.UNLINKED else ""
+        a = "a possible " if may else "a "
         if held:
-            message = f"{what} in a Dataset that DataLoader workers {may}copy"
-            notes = [FORK, SPAWN]
+            message = _first_fitting(what, HELD, may=may, a=a)
         else:
-            runs = "may run" if may else "runs"
-            message = f"{what}, which {runs} inside DataLoader workers"
-            notes = [FORK_IN_WORKER, SPAWN_RETURN]
+            message = _first_fitting(what, IN_WORKER, runs="may run" if may else "runs", a=a)
         message = with_location(message, loaders)
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
-        related += [self.ctx.related(use.call, note) for note in notes]
         return self.finding(
             use.call,
             message,
@@ -586,7 +592,10 @@ CudaTensorInDataset.invalid = (
         _SEED_000,
         line=10,
         severity=Severity.ERROR,
-        message_contains="`self.tensor` is put on the GPU (`.cuda()`) in a Dataset that",
+        message_contains=(
+            "`self.tensor` is put on the GPU (`.cuda()`): "
+            "DataLoader workers crash under fork, may read zeros under spawn"
+        ),
         fix_title="num_workers=0",
         fixed=_SEED_000.replace("num_workers=1", "num_workers=0"),
     ),
@@ -599,7 +608,10 @@ CudaTensorInDataset.invalid = (
         _GETITEM.format(move='.to("cuda")'),
         line=13,
         severity=Severity.ERROR,
-        message_contains='`__getitem__` puts data on the GPU (`.to("cuda")`), which runs inside',
+        message_contains=(
+            '`__getitem__` puts data on the GPU (`.to("cuda")`) in DataLoader workers: '
+            "a crash (fork) or zeros (spawn)"
+        ),
         fix_title="Keep it on the CPU",
         fixed=_GETITEM.format(move=""),
     ),
@@ -766,7 +778,7 @@ CudaTensorInDataset.invalid = (
         ),
         line=10,
         severity=Severity.WARNING,
-        message_contains="DataLoader workers may copy",
+        message_contains="DataLoader workers may crash under fork, may read zeros under spawn",
         note="a DataLoader with workers gets an untraced dataset",
     ),
     Invalid(

@@ -227,14 +227,15 @@ class SamplerWithoutSetEpoch(Rule):
             spelled = iteration.receiver.key + middle
         if spelled is None:
             return []
-        text = f"{spelled}.set_epoch({epoch})"
+        call = f"{spelled}.set_epoch({epoch})"
+        text, when = call, ""
         if sampled.conditional:  # None, or another sampler, when not distributed
-            text = f'if hasattr({spelled}, "set_epoch"):\n    {text}'
+            text, when = f'if hasattr({spelled}, "set_epoch"):\n    {call}', " (where it has one)"
         source = self.ctx.source
         anchor = loop.body[0]
         return [
             Fix(
-                f"Call `{text}` at the top of the epoch loop",
+                f"Call `{call}` at the top of the epoch loop{when}",
                 Applicability.SAFE,
                 build=lambda: [edits.insert_before_statement(source, anchor, text)],
             )

@@ -27,8 +27,6 @@ from torchtrap.values import Probability
 # float16 (log -inf); torch.finfo(dtype).tiny leaves a gradient of 8.5e37
 # in float32 that overflows after a factor of 4.
 CLAMP_MIN = "1e-4"
-# Measured in float32 (tests/test_numerics_facts.py); shown as related information.
-SOFTMAX_MEASURED = "logits [0, 120] with target 0: loss inf, gradient NaN; log_softmax gives 120.0"
 
 SOFTMAX_FUNCTIONS = {
     "torch.softmax": "torch.log_softmax",
@@ -160,8 +158,6 @@ class LogOfProbability(Rule):
             related.append(self.ctx.related(prob.origin, f"the {made} comes from here"))
         elif not prob.direct and prob.origin.lineno != call.lineno:
             related.append(self.ctx.related(prob.origin, f"the {made} is computed here"))
-        if prob.kind == "softmax" and not prob.complement:
-            related.append(self.ctx.related(call, SOFTMAX_MEASURED))
         return self.finding(call, message, fixes=[fix], related=related, line_refs=line_refs)
 
     @staticmethod
@@ -249,11 +245,15 @@ class LogOfProbability(Rule):
             )
             text = f"-{text}" if simple else f"-({text})"
         new_text = f"{functional}.logsigmoid({text})"
-        title = (
-            "Use `F.logsigmoid(-x)` for log(1 - sigmoid(x))"
-            if prob.complement
-            else ("Use `F.logsigmoid` instead of log(sigmoid)")
-        )
+        # The title quotes what the fix writes (tests/test_fix_titles.py).
+        if prob.complement:
+            title = (
+                f"Use `{new_text}` for log(1 - sigmoid)"
+                if len(new_text) <= 48 and "\n" not in new_text
+                else f"Use `{functional}.logsigmoid(-...)` for log(1 - sigmoid)"
+            )
+        else:
+            title = f"Use `{functional}.logsigmoid` instead of log(sigmoid)"
         return Fix(title, Applicability.SAFE, build=lambda: [edits.replace(source, call, new_text)])
 
     def _clamp_fix(self, call: ast.Call, arg: ast.expr, method_form: bool) -> Fix:

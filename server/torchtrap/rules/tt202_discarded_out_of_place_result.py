@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.index import ancestors, enclosing_scope
+from torchtrap.facts.index import ancestors, enclosing_scope, parent
 from torchtrap.facts.tensors import ELEMENTWISE, Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
@@ -112,7 +112,10 @@ class DiscardedOutOfPlaceResult(Rule):
     `model.to(device)`, `model.cuda()`, `net.float()`, `.train()`, `.eval()`
     convert modules in place. Also silent with `out=` or `inplace=`, inside
     `pytest.raises`/`assertRaises` blocks and `try:` bodies (probing whether
-    an operation fails), and in `test*`/benchmark/warm-up functions.
+    an operation fails), and in `test*`/benchmark/warm-up functions. In a
+    notebook, silent for a cell's last expression (Jupyter displays its
+    value; with a trailing `;` it does not, and the result is thrown away)
+    and in `%%timeit` cells.
 
     ## Why is this bad?
     These operations return a new tensor and leave their input unchanged, so
@@ -170,6 +173,8 @@ class DiscardedOutOfPlaceResult(Rule):
                 continue
             if any(kw.arg in ("out", "inplace") for kw in call.keywords):
                 continue
+            if stmt.lineno in self.ctx.displayed and parent(stmt) is self.ctx.tree:
+                continue  # a notebook cell's last expression: Jupyter displays it
             func = call.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id
             if name not in METHODS and name not in FUNCTIONS:
@@ -235,10 +240,8 @@ class DiscardedOutOfPlaceResult(Rule):
         message = f"`.{name}()` returns a new tensor that is thrown away"
         if shown is not None:
             message += f": `{shown}` is unchanged"
-        related = []
-        if name in MODULE_SHARED:
-            note = f"only an nn.Module converts itself in place; a tensor's `.{name}()` is a copy"
-            related.append(self.ctx.related(call, note))
+        if name in MODULE_SHARED and len(message) + 31 <= 120:
+            message += " (only a module converts itself)"
         fixes: list[Fix] = []
         assign = self._assign_back(stmt, receiver, name)
         if assign is not None:
@@ -255,7 +258,7 @@ class DiscardedOutOfPlaceResult(Rule):
                     build=lambda: [edits.insert_at(end, "_")],
                 )
             )
-        return self.finding(call, message, fixes=fixes, related=related)
+        return self.finding(call, message, fixes=fixes)
 
     def _function_finding(self, stmt: ast.Expr, call: ast.Call, name: str) -> Finding:
         target = call.args[0]

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from torchtrap.facts.autograd import AutogradFacts, grad_off_context
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
+from torchtrap.facts.init_code import in_init_code, on_fresh_module
 from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -40,6 +41,10 @@ class DataAttribute(Rule):
     other libraries' `.data`), for `.data` reads used in an expression
     (logging, printing, `.cpu().numpy()`), for parameters inside
     `torch.no_grad()`, and for values computed under `torch.no_grad()`.
+    The parameter hints are also silent in initialisation code (`__init__`,
+    `reset_parameters`, `init_weights`, `weights_init` and the like, and a
+    function that builds the module itself: `m = nn.Linear(...)`), where no
+    forward pass has built a graph yet.
 
     ## Why is this bad?
     A change through `.data` is invisible to autograd: the tensor's version
@@ -110,6 +115,8 @@ class DataAttribute(Rule):
             # `copy_` under no_grad would not allow a new shape or shared storage.
             return None
         grad = isinstance(owner, ast.Attribute) and owner.attr == "grad"
+        if in_init_code(stmt) or on_fresh_module(owner, stmt, self.ctx.facts.imports):
+            return None  # `__init__`, `reset_parameters`, `m = nn.Linear(...)`: no graph yet
         if (grad or self.autograd.is_parameter(owner, stmt)) and grad_off_context(
             data, self.ctx.facts.imports
         ) is None:
@@ -193,6 +200,45 @@ class DataAttribute(Rule):
         return text if len(text) <= 40 and "\n" not in text else "..."
 
     valid = (
+        Valid(
+            """
+            import math
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.fc = nn.Linear(n, n)
+                    self.fc.weight.data.normal_(0, 0.02)
+                    self.fc.bias.data.zero_()
+
+                def reset_parameters(self):
+                    stdv = 1.0 / math.sqrt(self.fc.weight.size(1))
+                    self.fc.weight.data.uniform_(-stdv, stdv)
+
+            def weights_init(m):
+                if isinstance(m, nn.Conv2d):
+                    m.weight.data.normal_(0.0, 0.02)
+
+            def _init_weights(model):
+                for p in model.parameters():
+                    p.data.mul_(0.5)
+
+            def Linear(in_features, out_features, dropout=0.0):
+                m = nn.Linear(in_features, out_features)
+                m.weight.data.normal_(mean=0, std=math.sqrt((1 - dropout) / in_features))
+                m.bias.data.zero_()
+                return m
+
+            def LSTM(input_size, hidden_size, **kwargs):
+                m = nn.LSTM(input_size, hidden_size, **kwargs)
+                for name, param in m.named_parameters():
+                    if "weight" in name or "bias" in name:
+                        param.data.uniform_(-0.1, 0.1)
+                return m
+            """,
+            note="initialisation code and fairseq's module factories: no forward pass, no graph",
+        ),
         Valid(
             """
             import numpy as np

@@ -266,7 +266,7 @@ class DropoutIgnoresEval(Rule):
             return [Edit(source.node_range(applied), text), *names.import_edits()]
 
         return Fix(
-            f"Use `functional.{function}(..., training={me}.training)`",
+            f"Use `{function}(..., training={me}.training...)` from torch.nn.functional",
             Applicability.SAFE,
             build=build,
         )

@@ -186,7 +186,11 @@ class DoubleNormalisedLoss(Rule):
             )
             if len(message) > 120:
                 message = f"`{loss.name}` applies {loss.applies} itself: {given} is squashed twice"
-        related = [self.ctx.related(prob.origin, f"the {prob.kind} is computed here")]
+        origin = self.ctx.related(prob.origin, f"the {prob.kind} is computed here")
+        # Related rows are for other places: `loss(softmax(z))` flags the softmax itself.
+        here = self.ctx.range(arg)
+        inside = origin.path is None and here.start <= origin.range.start <= here.end
+        related = [] if inside else [origin]
         return self.finding(arg, message, fixes=self._fixes(call, arg, loss, prob), related=related)
 
     # -- fixes ----------------------------------------------------------------------
@@ -225,7 +229,7 @@ class DoubleNormalisedLoss(Rule):
         else:
             edit = Edit(source.node_range(origin), text)
         kind = "softmax" if loss is _CE else "sigmoid"
-        title = f"Drop the {kind}: `{loss.name}` applies it"
+        title = f"Drop the {kind}: {loss.name} applies it"  # names the loss, not code it writes
         if not only_use:
             title = unsafe_title(title, "other uses of the value expect probabilities")
         return [

@@ -24,6 +24,7 @@ silent when such a call may do what it looks for.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -155,7 +156,8 @@ class LoopFacts:
         self.facts = values.facts
         self.imports = values.facts.imports
         self.tensors = values.tensors
-        self._values = values
+        # Weakly: the Values owns this, and a cycle would keep the tree alive.
+        self._values = weakref.ref(values)
         self._iterations: dict[int, list[Event]] = {}
         self._functions: dict[str, Function] | None = None
         self._autograd_facts: AutogradFacts | None = None
@@ -381,10 +383,14 @@ class LoopFacts:
         return bool(sites) and all(self.grad_enabled(s.call, depth + 1) for s in sites)
 
     def _models(self) -> ModelFacts:
-        return self._values.models
+        values = self._values()
+        assert values is not None, "used after its module's lint"
+        return values.models
 
     def _loaders(self) -> Loaders:
-        return self._values.loaders
+        values = self._values()
+        assert values is not None, "used after its module's lint"
+        return values.loaders
 
     def optimizer(self, ref: Ref) -> bool:
         """Is ``ref`` evidently a torch optimizer (``torch.optim.SGD(...)``,
