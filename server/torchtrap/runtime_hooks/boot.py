@@ -9,6 +9,7 @@ status."""
 
 from __future__ import annotations
 
+import builtins
 import importlib.abc
 import importlib.util
 import json
@@ -17,6 +18,7 @@ import runpy
 import signal
 import sys
 import traceback
+import types
 from typing import Any, Dict
 
 from . import events
@@ -95,8 +97,8 @@ def _finish(status: dict[str, Any]) -> None:
 
 def _trimmed(tb: Any) -> Any:
     """The traceback without this bootstrap's and runpy's frames."""
-    skip = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in skip:
+    skip = ("runpy", __name__)  # runpy's frames read "<frozen runpy>" on 3.11+
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in skip:
         tb = tb.tb_next
     return tb
 
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             sys.argv[:] = [target, *rest]
             sys.path[0:0] = [os.path.dirname(os.path.abspath(target))]
-            runpy.run_path(target, run_name="__main__")
+            _run_file(target)
     except SystemExit as exc:
         training = sys.modules.get(__package__ + ".training")
         if training is not None and isinstance(exc, training.StopRun):
@@ -156,12 +158,39 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
+def _run_file(target: str) -> None:
+    """As `python target`: argv[0] as typed, `__file__` and tracebacks with the
+    absolute path (Python 3.9+), a fresh `__main__` (runpy.run_path would
+    rewrite argv[0])."""
+    path = os.path.abspath(target)
+    if os.path.isdir(path) or not path.endswith((".py", ".pyw")) and _is_zip(path):
+        runpy.run_path(path, run_name="__main__")
+        sys.argv[0] = target
+        return
+    with open(path, "rb") as fh:
+        source = fh.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None, __loader__=None)
+    main.__spec__ = None
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(path)
+
+
 def _print_exception(exc: BaseException) -> None:
     _flush()
+    tb = _trimmed(exc.__traceback__)
+    exc.__traceback__ = tb  # the hook prints the exception's own traceback
     try:
-        sys.excepthook(type(exc), exc, _trimmed(exc.__traceback__))
+        sys.excepthook(type(exc), exc, tb)
     except Exception:
-        traceback.print_exception(type(exc), exc, _trimmed(exc.__traceback__))
+        traceback.print_exception(type(exc), exc, tb)
     _flush()
 
 
