@@ -54,7 +54,9 @@ def run_cli(
             text=True,
             timeout=timeout,
         )
-        doc = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
+        doc = None
+        if report.exists() and "--format" not in options:  # ours: JSON
+            doc = json.loads(report.read_text(encoding="utf-8"))
     finally:
         if out is None and report.exists():
             report.unlink()

@@ -74,3 +74,31 @@ def test_near_misses_are_the_fixed_scripts() -> None:
     for name in FIRES:
         fixed = SCRIPTS / f"{name.replace('_fires', '_fixed')}.py"
         assert fixed.exists() or name == "tt102_epochs_fires", name
+
+
+@pytest.mark.slow
+def test_the_static_fix_makes_the_run_silent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """TT101's example: the run confirms the static finding's line; after
+    `check --fix` the same script runs clean (and prints RESULT: ok)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.run.helpers import torchtrap_env
+
+    example = SCRIPTS.parents[2] / "examples" / "tt101_stored_rng.py"
+    script = tmp_path / example.name
+    shutil.copy(example, script)
+    proc, doc = run_cli(script.name, cwd=tmp_path)
+    assert doc is not None and "RESULT: bug" in proc.stdout
+    assert found(doc) == [("TT101", line_of(script, "self.rng = np.random"), "dataset.rng")]
+    subprocess.run(
+        [sys.executable, "-m", "torchtrap", "check", "--fix", script.name],
+        cwd=tmp_path,
+        env=torchtrap_env(),
+        check=True,
+        capture_output=True,
+    )
+    proc, doc = run_cli(script.name, cwd=tmp_path)
+    assert doc is not None and "RESULT: ok" in proc.stdout
+    assert doc["findings"] == []

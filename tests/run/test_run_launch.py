@@ -271,3 +271,22 @@ def test_hooks_change_nothing_and_leave_nothing_behind(tmp_path: Path) -> None:
     assert outputs["hooks"] == outputs["plain"]  # the same losses, bit for bit
     assert written["hooks"] == written["plain"]
     assert "work/seeded.py" in written["hooks"]
+
+
+def test_sarif_and_text_reports(tmp_path: Path) -> None:
+    import json
+
+    script = SCRIPTS / "tt217_fires.py"
+    out = tmp_path / "run.sarif"
+    proc, _ = run_cli(script.name, options=("--format", "sarif"), out=out)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(out.read_text())["runs"][0]["results"]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert result["ruleId"] == "TT217"
+    assert region["startLine"] == line_of(script, "clip_grad_norm_(")
+    assert result["message"]["text"].endswith("(seen when run)")
+    text = tmp_path / "run.txt"
+    proc, _ = run_cli(script.name, options=("--format", "text"), out=text)
+    report = text.read_text()
+    assert f"tt217_fires.py:{region['startLine']}:5: TT217 clip_grad_norm_:" in report
+    assert report.rstrip().endswith("s)") and "1 finding" in report

@@ -19,7 +19,9 @@ from .walk import Stats, walk
 MAX_CUDA_PATHS = 3
 MAX_ITEMS_PER_WORKER = 64
 BIG_CONTAINER = 10000  # items: smaller ones fit in a few pages
-MEMORY_BATCHES = tuple(2**k for k in range(13))  # 1 ... 4096: a read costs ~0.1 ms
+# Reading smaps_rollup walks the worker's page tables (milliseconds with torch
+# mapped): a few reads, growing apart.
+MEMORY_BATCHES = (1, 8, 64, 512, 4096)
 
 _CREATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _EPOCHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -278,7 +280,6 @@ def _start_worker(ctx: dict[str, Any], worker_id: int) -> None:
         "worker",
         rngs=_public(_Worker.rngs),
         numpy_global=describe.numpy_global_fingerprint(),
-        memory=describe.private_memory(),
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 MAX_OBJECTS = 20000
 MAX_DEPTH = 10
 MAX_ITEMS = 1000  # per container: the first ones tell what the rest hold
-MAX_SECONDS = 1.0
+MAX_SECONDS = 0.5  # per walk; a DataLoader start walks a few roots
 
 _LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, slice)
 _SKIP_TYPES = (type, types.ModuleType, types.BuiltinFunctionType, types.CodeType, types.FrameType)
@@ -154,6 +154,9 @@ def walk(
         for suffix, child in children:
             if isinstance(child, _LEAVES) or id(child) in seen:
                 continue
+            if len(queue) >= 2 * MAX_OBJECTS:  # more than can be visited: stop growing
+                stats.truncated = "stopped after %d objects" % MAX_OBJECTS
+                break
             is_attr = suffix.startswith(".") and "[" not in suffix
             queue.append(
                 (
