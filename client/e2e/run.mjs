@@ -9,6 +9,10 @@
 // torchtrap.interpreter set to a Python that has torch but NO torchtrap (so only the bundled
 // server can lint), and checks, each flow as a user does it:
 //   diagnostics     TT101 and TT201 in the Problems panel on the lines the CLI reports;
+//   run-file        "TorchTrap: Run File with Checks" on the stored-RNG example: the run's own
+//                   diagnostic (source torchtrap-run) appears on the RNG line the CLI reports, the
+//                   static TT101 there says "confirmed when run", the script's output is in the
+//                   "TorchTrap Run" channel; an edit clears the run's diagnostic;
 //   quickfix        Ctrl+. on a TT202 line applies the fix: the file becomes the expected text;
 //   fix-all         "TorchTrap: Fix All" from the palette gives the CLI's `--fix` text and says
 //                   "Fixed N finding(s)", then "Nothing to fix";
@@ -590,9 +594,10 @@ async function main() {
   let browser;
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
-  const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((n) => n.trim()).filter(Boolean);
-  const TESTS = ['diagnostics', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe', 'probe-no-torch', 'restart',
+  const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  const ALL_TESTS = ['diagnostics', 'run-file', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe', 'probe-no-torch', 'restart',
     'settings-live', 'multi-root', 'untrusted'];
+  const TESTS = ONLY.length ? ALL_TESTS.filter((t) => ONLY.includes(t)) : ALL_TESTS;
   const guard = setTimeout(() => {
     console.error(`e2e: over the ${TOTAL_BUDGET_MS / 1000}s budget, giving up`);
     killAll();
@@ -638,7 +643,7 @@ async function main() {
 
     /** @param {string} name @param {() => Promise<void>} fn */
     const test = async (name, fn) => {
-      if (ONLY.length && !ONLY.includes(name)) {
+      if (!TESTS.includes(name)) {
         log(`SKIP ${name} (E2E_ONLY)`);
         return;
       }
@@ -739,6 +744,68 @@ async function main() {
         () => `${want.map((w) => `${w.file}:${w.code}@${w.line}`).join(', ')} in the Problems panel (seen: ${seen || 'nothing'})`,
       );
       log(`diagnostics shown ${Date.now() - t} ms after opening the files: ${seen}`);
+    });
+
+    await test('run-file', async () => {
+      const file = EXAMPLES.tt101;
+      const staticRng = (expected[file] ?? []).find((f) => f.code === 'TT101');
+      if (!staticRng) {
+        throw new Error(`the CLI reports no TT101 in ${file}`);
+      }
+      const rngLine = staticRng.line;
+      const source = fs.readFileSync(path.join(ws, file), 'utf8').split('\n')[rngLine - 1] ?? '';
+      if (!source.includes('self.rng = ')) {
+        throw new Error(`line ${rngLine} of ${file} is not the stored RNG: ${source}`);
+      }
+      await vs.openFile(file);
+      await vs.openProblems();
+      /** Problems rows of `file` that come from the run. */
+      const runRows = async () => (await rowsFor(file)).filter((r) => /torchtrap-run/.test(r.text));
+      await expectRows(file, `TT101@${rngLine}`, 'TT101', 90_000);
+      await vs.runCommand('TorchTrap: Run File with Checks');
+      await page.locator('.notifications-toasts .notification-toast', { hasText: 'with checks' }).first().waitFor({ timeout: 30_000 });
+      // The run ends: its summary, and the script's own output in the "TorchTrap Run" channel.
+      await vs.toast(/1 finding/, 240_000);
+      const output = (await page.locator('.panel .monaco-editor .view-lines').allInnerTexts().catch(() => [])).join(' ').replace(/\s+/g, ' ');
+      if (!output.includes('RESULT: bug') || !output.includes('torchtrap run: 1 finding')) {
+        throw new Error(`the TorchTrap Run channel lacks the script's output: "${output.slice(0, 600)}"`);
+      }
+      // The output channel took the panel: back to Problems.
+      await page.keyboard.press('Control+Shift+M');
+      await vs.openProblems();
+      let seen = '';
+      await waitFor(
+        async () => {
+          await vs.openProblems();
+          const rows = await runRows();
+          seen = rows.map((r) => `${r.code}@${r.line}: ${r.text.slice(0, 160)}`).join(' | ');
+          return rows.some((r) => r.code === 'TT101' && r.line === rngLine && /seen when run/.test(r.text));
+        },
+        60_000,
+        () => `the run's TT101 on line ${rngLine} (run rows: ${seen || 'none'})`,
+        500,
+      );
+      log(`run diagnostic: ${seen}`);
+      const rows = await rowsFor(file);
+      const confirmed = rows.find((r) => r.code === 'TT101' && r.line === rngLine && !/torchtrap-run/.test(r.text));
+      if (!confirmed || !/confirmed when run/.test(confirmed.text)) {
+        throw new Error(`the static TT101 does not say "confirmed when run": ${JSON.stringify(rows)}`);
+      }
+      // An edit: what the run saw no longer applies.
+      await vs.goTo(1, 1);
+      await page.keyboard.press('End');
+      await page.keyboard.type(' ');
+      await waitFor(
+        async () => {
+          await vs.openProblems();
+          return (await runRows()).length === 0 && (await rowsFor(file)).some((r) => r.code === 'TT101');
+        },
+        30_000,
+        'the run diagnostics to clear after an edit (the static TT101 staying)',
+      );
+      await page.keyboard.press('Backspace');
+      await page.keyboard.press('Control+S');
+      await vs.openProblems();
     });
 
     await test('quickfix', async () => {
@@ -1157,9 +1224,9 @@ async function main() {
     for (const r of results) {
       console.log(`${r.ok ? 'ok    ' : 'FAILED'} ${r.name} (${(r.ms / 1000).toFixed(1)}s)`);
     }
-    const planned = ONLY.length ? TESTS.filter((n) => ONLY.includes(n)).length : TESTS.length;
+    const planned = TESTS.length;
     const failedCount = Math.max(failed.length, planned - passed);
-    if (ONLY.length) console.log(`e2e: only ${ONLY.join(', ')} (E2E_ONLY); ${TESTS.length - planned} skipped`);
+    if (ONLY.length) console.log(`e2e: only ${ONLY.join(', ')} (E2E_ONLY); ${ALL_TESTS.length - planned} skipped`);
     console.log(`e2e total ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     console.log(`e2e: ${passed} passed, ${failedCount} failed`);
     process.exitCode = failedCount > 0 ? 1 : 0;

@@ -16,6 +16,7 @@ import {
   ruleFileName,
 } from './report';
 import { showProbeReport } from './reportView';
+import { runFileWithChecks, showRunReport } from './runFile';
 import type { TorchTrapServer } from './server';
 
 export const COMMANDS = {
@@ -24,6 +25,8 @@ export const COMMANDS = {
   showLogs: 'torchtrap.vscode.showLogs',
   explainRule: 'torchtrap.vscode.explainRule',
   fixAll: 'torchtrap.vscode.fixAll',
+  runFile: 'torchtrap.vscode.runFile',
+  showRunReport: 'torchtrap.vscode.showRunReport',
 } as const;
 
 export const SERVER_COMMANDS = {
@@ -216,5 +219,7 @@ export function registerCommands(context: vscode.ExtensionContext, server: Torch
     vscode.commands.registerCommand(COMMANDS.showLogs, () => server.log.show()),
     vscode.commands.registerCommand(COMMANDS.explainRule, (code?: unknown) => explainRule(server, storage, code)),
     vscode.commands.registerCommand(COMMANDS.fixAll, (uri?: unknown) => fixAll(server, uri)),
+    vscode.commands.registerCommand(COMMANDS.runFile, (uri?: unknown) => runFileWithChecks(server, uri)),
+    vscode.commands.registerCommand(COMMANDS.showRunReport, (uri?: unknown) => showRunReport(server, uri)),
   );
 }

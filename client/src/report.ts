@@ -175,3 +175,37 @@ ${labelTableCells(bodyHtml)}
 export function plainMarkdownHtml(markdown: string): string {
   return `<pre>${escapeHtml(markdown)}</pre>`;
 }
+
+// -- torchtrap run ---------------------------------------------------------------
+
+export interface RunResult {
+  summary: string;
+  findings: number;
+  json: unknown;
+}
+
+/** `torchtrap.runFile` / `torchtrap.showRunReport` return `{json, summary, findings}`. */
+export function parseRunResult(value: unknown): RunResult {
+  if (value && typeof value === 'object') {
+    const v = value as { summary?: unknown; findings?: unknown; json?: unknown };
+    if (typeof v.summary === 'string' && typeof v.findings === 'number') {
+      return { summary: v.summary, findings: v.findings, json: v.json ?? null };
+    }
+  }
+  throw new Error(`unexpected torchtrap run result: ${JSON.stringify(value)?.slice(0, 200)}`);
+}
+
+export function runArguments(uri: string, id: string): [{ uri: string; id: string }] {
+  return [{ uri, id }];
+}
+
+/** A `torchtrap/runOutput` notification's text, if it belongs to run `id`. */
+export function runOutputText(params: unknown, id: string): string | undefined {
+  if (params && typeof params === 'object') {
+    const p = params as { id?: unknown; text?: unknown };
+    if (p.id === id && typeof p.text === 'string') {
+      return p.text;
+    }
+  }
+  return undefined;
+}

@@ -1,4 +1,4 @@
-"""``torchtrap check | rule | probe | lsp``: a thin front end over the engine."""
+"""``torchtrap check | rule | probe | run | lsp``: a thin front end over the engine."""
 
 from __future__ import annotations
 
@@ -296,6 +296,18 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:  # pragma: no cover - the probe package ships with torchtrap
         probe.set_defaults(func=lambda a: _unavailable("probe"))
 
+    run = sub.add_parser(
+        "run",
+        help="run your script with runtime checks",
+        description="Run your script with observation hooks.",
+        add_help=False,
+    )
+    from torchtrap.run.command import add_arguments as run_arguments
+    from torchtrap.run.command import run as run_command
+
+    run_arguments(run)
+    run.set_defaults(func=run_command)
+
     lsp = sub.add_parser(
         "lsp", help="run the language server", description="Language server (stdio)."
     )
@@ -316,8 +328,17 @@ def _unavailable(what: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["run"]:
+        # The script's own options follow the script: argparse would claim them.
+        from torchtrap.run.command import run as run_command
+
+        try:
+            return run_command(argparse.Namespace(words=words[1:]))
+        except KeyboardInterrupt:
+            return 130
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_ERROR

@@ -63,4 +63,15 @@ describe('package.json commands', () => {
       assert.match(when, /activeEditor == workbench\.editor\.notebook/); // focus elsewhere
     }
   });
+  it('offers Run File with Checks only in trusted workspaces, for Python files', () => {
+    const entry = manifest.contributes.menus.commandPalette.find((m: { command: string }) => m.command === 'torchtrap.vscode.runFile');
+    const command = manifest.contributes.commands.find((c: { command: string }) => c.command === 'torchtrap.vscode.runFile');
+    assert.equal(command.title, 'Run File with Checks');
+    for (const when of [entry.when as string, command.enablement as string]) {
+      assert.match(when, /^isWorkspaceTrusted && /);
+      assert.match(when, /editorLangId == python/);
+    }
+    const report = manifest.contributes.commands.find((c: { command: string }) => c.command === 'torchtrap.vscode.showRunReport');
+    assert.equal(report.title, 'Show Run Report…');
+  });
 });

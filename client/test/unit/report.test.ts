@@ -13,6 +13,9 @@ import {
   probeFailure,
   reportPage,
   ruleFileName,
+  parseRunResult,
+  runArguments,
+  runOutputText,
 } from '../../src/report';
 import { describeState, shortPath } from '../../src/status';
 import { classifyStderrLine, traceEnabled } from '../../src/logs';
@@ -169,5 +172,25 @@ describe('report page', () => {
   });
   it('escapes plain markdown', () => {
     assert.equal(plainMarkdownHtml('<x> & y'), '<pre>&lt;x&gt; &amp; y</pre>');
+  });
+});
+
+describe('run with checks', () => {
+  it('takes {json, summary, findings}', () => {
+    assert.deepEqual(parseRunResult({ json: { a: 1 }, summary: 'torchtrap run: 1 finding', findings: 1 }), {
+      json: { a: 1 },
+      summary: 'torchtrap run: 1 finding',
+      findings: 1,
+    });
+    assert.throws(() => parseRunResult({ summary: 'x' }), /unexpected/);
+    assert.throws(() => parseRunResult(undefined), /unexpected/);
+  });
+  it('sends the file and the run id', () => {
+    assert.deepEqual(runArguments('file:///a.py', 'r1'), [{ uri: 'file:///a.py', id: 'r1' }]);
+  });
+  it('shows only its own run output', () => {
+    assert.equal(runOutputText({ id: 'r1', stream: 'stdout', text: 'loss 1\n' }, 'r1'), 'loss 1\n');
+    assert.equal(runOutputText({ id: 'r0', stream: 'stdout', text: 'old' }, 'r1'), undefined);
+    assert.equal(runOutputText(null, 'r1'), undefined);
   });
 });

@@ -28,6 +28,9 @@ FIX_ALL = "torchtrap.fixAll"
 APPLY_FIX = "torchtrap.applyFix"
 EXPLAIN_RULE = "torchtrap.explainRule"
 DEBUG_INFO = "torchtrap.debugInfo"
+RUN_FILE = "torchtrap.runFile"
+SHOW_RUN_REPORT = "torchtrap.showRunReport"
+RUN_OUTPUT = "torchtrap/runOutput"  # notification: {id, stream, text}
 
 
 def failed(message: str) -> JsonRpcException:
@@ -41,6 +44,8 @@ def register_commands(server: TorchTrapServer) -> None:
     server.command(APPLY_FIX)(apply_fix)
     server.command(EXPLAIN_RULE)(explain_rule)
     server.command(DEBUG_INFO)(debug_info)
+    server.command(RUN_FILE)(run_file)
+    server.command(SHOW_RUN_REPORT)(show_run_report)
 
 
 # -- the probe ----------------------------------------------------------------
@@ -137,6 +142,107 @@ async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         ls.probe_results[python] = data
         ls.relint_all()  # confirmed findings get the probe's evidence
     return {"json": data, "markdown": render_markdown(data)}
+
+
+# -- torchtrap run ---------------------------------------------------------------
+def _run_result(report: Any) -> dict[str, Any]:
+    return {
+        "json": report.to_json(),
+        "summary": report.summary(),
+        "findings": len(report.findings),
+    }
+
+
+def _folder_of(ls: TorchTrapServer, path: str) -> str:
+    """The innermost workspace folder holding `path`, else its own folder."""
+    import os
+
+    holding = [f for f in ls.workspace_folders if path.startswith(f.rstrip(os.sep) + os.sep)]
+    return max(holding, key=len) if holding else os.path.dirname(path)
+
+
+async def run_file(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[{uri, args?, stopAfterSteps?, python?, id?}]``: run the file with
+    `torchtrap run`'s checks in the user's interpreter (from the file's
+    workspace folder); its output streams as ``torchtrap/runOutput``
+    notifications ``{id, stream, text}``; what it found is published as
+    diagnostics (source ``torchtrap-run``) -> ``{json, summary, findings}``.
+    The client offers this only in a trusted workspace."""
+    from pygls.uris import to_fs_path
+
+    from torchtrap.probe.errors import ProbeError
+    from torchtrap.run import Target, run_checked
+
+    options = args[0] if args and isinstance(args[0], Mapping) else {}
+    uri = options.get("uri")
+    path = to_fs_path(uri) if isinstance(uri, str) else None
+    if not path:
+        raise failed("torchtrap.runFile expects [{uri}] of a file on disk")
+    script_args = [str(a) for a in options.get("args") or () if isinstance(a, (str, int, float))]
+    steps = options.get("stopAfterSteps")
+    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else 0
+    python = options.get("python") or ls.settings.interpreter
+    run_id = options.get("id") or str(uuid.uuid4())
+    loop = asyncio.get_running_loop()
+
+    def sink(stream: str, text: str) -> None:
+        if not ls.closing:
+            loop.call_soon_threadsafe(
+                ls.protocol.notify, RUN_OUTPUT, {"id": run_id, "stream": stream, "text": text}
+            )
+
+    cancel = threading.Event()
+    msg_id = ls.protocol.msg_id
+    ls.probe_cancels[msg_id] = cancel
+    progress = _Progress(ls, WORK_DONE_TOKEN.get())
+    await progress.begin("TorchTrap: run with checks", cancel)
+
+    def work() -> Any:
+        return run_checked(
+            Target(path),
+            script_args,
+            python=python,
+            cwd=_folder_of(ls, path),
+            stop_after_steps=steps,
+            sink=sink,
+            cancel=cancel,
+        )
+
+    try:
+        report = await loop.run_in_executor(None, work)
+    except ProbeError as err:  # no torch, no such interpreter or file
+        progress.end(f"failed: {err}")
+        raise failed(str(err)) from err
+    except OSError as err:
+        progress.end(f"failed: {err}")
+        raise failed(f"the run could not start: {err}") from err
+    except asyncio.CancelledError:
+        cancel.set()
+        progress.end("cancelled")
+        raise
+    finally:
+        ls.probe_cancels.pop(msg_id, None)
+    progress.end(report.summary())
+    ls.publish_run(ls.runs.replace(report))
+    return _run_result(report)
+
+
+def show_run_report(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[path]`` of a JSON report written by ``torchtrap run --output``:
+    publish its findings as the run's diagnostics -> ``{json, summary, findings}``."""
+    from torchtrap.run import load_report
+
+    path = args[0] if args else None
+    if isinstance(path, Mapping):
+        path = path.get("path")
+    if not isinstance(path, str) or not path:
+        raise failed("torchtrap.showRunReport expects [path]")
+    try:
+        report = load_report(path)
+    except ValueError as err:
+        raise failed(str(err)) from err
+    ls.publish_run(ls.runs.replace(report))
+    return _run_result(report)
 
 
 # -- fixes ----------------------------------------------------------------------

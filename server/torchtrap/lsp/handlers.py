@@ -140,6 +140,10 @@ def register(server: TorchTrapServer) -> None:
         for change in params.content_changes:
             ls.moved(doc.uri, doc.apply(change, ls.encoding))
         doc.version = params.text_document.version
+        if ls.runs.drop(doc.uri):  # what a run saw is about the text it ran
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(doc.uri, ls.carry.get(doc.uri), doc.version)
+            )
         if ls.settings.on_type:
             ls.request_lint(doc.uri)
 

@@ -40,6 +40,7 @@ from torchtrap.lsp.documents import DocumentStore, LineShift
 from torchtrap.lsp.notebooks import SELECTOR, NotebookStore
 from torchtrap.lsp.positions import UTF16, choose_encoding
 from torchtrap.lsp.project_index import ProjectIndex
+from torchtrap.lsp.run_results import RunResults
 from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
 from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
 
@@ -199,7 +200,8 @@ class TorchTrapServer(LanguageServer):
         self.root_path: str | None = None
         self.workspace_folders: list[str] = []
         self.probe_results: dict[str, dict[str, Any]] = {}  # interpreter -> probe JSON
-        self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event
+        self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event (probes, runs)
+        self.runs = RunResults()  # what the last `torchtrap run` found
         self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
         self.reported: set[str] = set()  # warnings already shown
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -534,9 +536,22 @@ class TorchTrapServer(LanguageServer):
                 self.carry.remember(uri, diags)
                 if result.snapshot.notebook:
                     self.good_cell_texts[uri] = result.texts[uri]
+            diags = self.runs.merge(uri, diags, result.lines.get(uri), self.encoding)
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri, diags, result.doc_version(uri))
             )
+
+    def publish_run(self, changed: set[str]) -> None:
+        """After a run (or an opened report): relint what is open, so that its
+        diagnostics merge the run's, and publish the run's alone elsewhere."""
+        if self.closing:
+            return
+        open_units = {uri for uri in changed if self.unit_key(uri) is not None}
+        if open_units:
+            self.relint_all()
+        for uri in changed - open_units:
+            diags = self.runs.diagnostics(uri, None, self.encoding)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, diags))
 
     def publish_empty(self, key: str) -> None:
         notebook = self.notebooks.get(key)

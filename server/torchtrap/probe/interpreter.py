@@ -63,6 +63,15 @@ def _cuda_note(info: dict[str, object]) -> str:
     )
 
 
+def torch_missing_message(path: str, version: str, tool: str = "the probe") -> str:
+    """What the user reads when `path` has no torch (the probe, `torchtrap run`)."""
+    return (
+        f"torch is not installed in {path} (Python {version}).\n"
+        f"Install it with: {shlex.quote(path)} -m pip install torch\n"
+        f"or point {tool} at the interpreter that has it: --python PATH"
+    )
+
+
 def inspect_interpreter(
     python: str | None, timeout: float = 60.0, cancel: threading.Event | None = None
 ) -> Interpreter:
@@ -89,11 +98,7 @@ def inspect_interpreter(
     if _version_tuple(version) < MIN_PYTHON:
         raise ProbeError(f"{path} is Python {version}; the probe needs Python 3.7 or newer")
     if info.get("torch_error") == "missing":
-        raise TorchMissing(
-            f"torch is not installed in {path} (Python {version}).\n"
-            f"Install it with: {shlex.quote(path)} -m pip install torch\n"
-            "or point the probe at the interpreter that has it: --python PATH"
-        )
+        raise TorchMissing(torch_missing_message(path, version))
     if info.get("torch_error"):
         raise ProbeError(f"torch fails to import in {path}: {info.get('detail')}")
     return Interpreter(

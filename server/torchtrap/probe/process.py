@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,3 +212,118 @@ def last_json_line(stdout: str) -> dict[str, Any] | None:
                 return None
             return value if isinstance(value, dict) else None
     return None
+
+
+# -- attached runs (`torchtrap run`): the user's own script ------------------------------
+_INTERRUPT_GRACE_S = 10.0  # after Ctrl+C, how long the script may take to unwind
+
+
+@dataclass
+class AttachedRun:
+    returncode: int | None
+    seconds: float
+    interrupted: bool = False  # Ctrl+C / SIGTERM reached us and was passed on
+    cancelled: bool = False  # `cancel` was set (the editor's cancel button)
+    killed: bool = False  # it did not stop within the grace period
+
+
+Sink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", text)
+
+
+def _signal_group(proc: subprocess.Popen[str], signum: int) -> None:
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+    else:  # pragma: no cover - Windows: no process-group signals
+        proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+
+
+def _pump(stream: Any, name: str, sink: Sink) -> None:
+    try:
+        for chunk in iter(lambda: stream.readline(), ""):
+            sink(name, chunk)
+    except (OSError, ValueError):
+        pass
+
+
+def run_attached(
+    command: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    cancel: threading.Event | None = None,
+    sink: Sink | None = None,
+    grace_s: float = _INTERRUPT_GRACE_S,
+) -> AttachedRun:
+    """Run `command` in its own process group with the caller's stdin, stdout
+    and stderr (or, with `sink`, its output handed over line by line). Ctrl+C
+    and SIGTERM are passed on to the whole group (the script and its
+    DataLoader workers), as a terminal would; what has not exited `grace_s`
+    seconds later, or after a second Ctrl+C, is killed; processes the script
+    leaves behind are killed when it exits."""
+    kwargs: dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:  # pragma: no cover
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    if sink is not None:
+        kwargs.update(
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    started = time.monotonic()
+    proc: subprocess.Popen[str] = subprocess.Popen(list(command), cwd=cwd, env=dict(env), **kwargs)
+    pumps = []
+    if sink is not None:
+        for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+            thread = threading.Thread(target=_pump, args=(stream, name, sink), daemon=True)
+            thread.start()
+            pumps.append(thread)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    result = AttachedRun(returncode=None, seconds=0.0)
+    stop_since: float | None = None
+
+    def stop(signum: int) -> None:
+        nonlocal stop_since
+        if stop_since is None:
+            stop_since = time.monotonic()
+            _signal_group(proc, signum)
+        else:  # asked twice: no more waiting
+            result.killed = True
+            _kill_group(proc)
+
+    try:
+        while True:
+            try:
+                proc.wait(timeout=_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            except KeyboardInterrupt:
+                result.interrupted = True
+                stop(signal.SIGINT)
+                continue
+            if cancel is not None and cancel.is_set() and not result.cancelled:
+                result.cancelled = True
+                stop(signal.SIGINT)
+            if stop_since is not None and time.monotonic() - stop_since > grace_s:
+                result.killed = True
+                _kill_group(proc)
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+        if os.name == "posix":
+            _kill_group(proc)  # workers and children it left behind
+    for thread in pumps:
+        thread.join(timeout=_EXIT_GRACE_S)
+    result.returncode = proc.returncode
+    result.seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,409 @@
+"""Training-loop hooks: modules with Dropout/BatchNorm evaluated under
+no_grad in training mode (TT207), optimizer steps on a model in eval mode
+(TT216), steps whose gradients were never zeroed (TT215), gradients
+clipped while still scaled by a GradScaler (TT217), a DistributedSampler
+iterated twice with the same epoch (TT108), and `--stop-after-steps`."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Dict, List, Optional
+
+from . import events
+
+SAMPLED_PARAMS = 8  # TT215 looks at a few gradients: all of them move together
+
+
+class StopRun(SystemExit):
+    """Ends the run after --stop-after-steps optimizer steps (a SystemExit, so
+    that the script's `except Exception` does not swallow it)."""
+
+
+class _State:
+    steps = 0
+    stop_after = 0
+    stopped = False
+    zeroings = 0  # zero_grad calls (any optimizer or module) so far
+    # TT207: call site -> [step count at its last no_grad call, description]
+    eval_sites: Dict[Any, List[Any]] = {}
+    # TT216: modules run with grad enabled since the last step
+    called: Dict[int, Any] = {}
+    eval_stochastic: Optional[Any] = None
+    # TT217
+    scaled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    clips: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    # TT108
+    sampler_epochs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+STATE = _State()
+_GRADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STOCHASTIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STOCHASTIC_TYPES: tuple = ()
+
+
+def install(torch: Any, stop_after: int) -> None:
+    global _STOCHASTIC_TYPES
+    from torch import nn
+
+    STATE.stop_after = stop_after
+    _STOCHASTIC_TYPES = tuple(
+        t
+        for t in (
+            getattr(nn.modules.dropout, "_DropoutNd", None),
+            getattr(nn.modules.batchnorm, "_NormBase", None),
+            getattr(nn, "AlphaDropout", None),
+        )
+        if isinstance(t, type)
+    )
+    nn.modules.module.register_module_forward_pre_hook(_forward_pre_hook)
+    import torch.optim.optimizer as optimizer
+
+    if hasattr(optimizer, "register_optimizer_step_pre_hook"):
+        optimizer.register_optimizer_step_pre_hook(_step_pre_hook)
+        optimizer.register_optimizer_step_post_hook(_step_post_hook)
+    _wrap_zeroing(torch)
+    _wrap_scaler(torch)
+    _wrap_clipping(torch)
+    _wrap_distributed_sampler(torch)
+
+
+# -- TT207 / TT216: forward calls ---------------------------------------------------
+def _stochastic(module: Any) -> bool:
+    try:
+        return _STOCHASTIC[module]
+    except KeyError:
+        pass
+    except TypeError:
+        return False
+    value = any(isinstance(m, _STOCHASTIC_TYPES) for m in module.modules())
+    _STOCHASTIC[module] = value
+    return value
+
+
+def _forward_pre_hook(module: Any, args: Any) -> None:
+    import torch
+
+    try:
+        if torch.is_grad_enabled():
+            STATE.called[id(module)] = module
+            if (
+                not module.training
+                and STATE.eval_stochastic is None
+                and isinstance(module, _STOCHASTIC_TYPES)
+            ):
+                STATE.eval_stochastic = module
+            return
+        if module.training and _stochastic(module):
+            _no_grad_call(module)
+    except Exception:
+        pass
+
+
+def _called_from_module_forward(module: Any) -> bool:
+    """Whether this call comes from another training module's forward (then
+    that outer call is the one to report)."""
+    import sys
+
+    import torch
+
+    frame: Any = sys._getframe(3)
+    while frame is not None:
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
+        if isinstance(owner, torch.nn.Module) and owner is not module and owner.training:
+            return True
+        if events._is_user_file(frame.f_code.co_filename) and frame.f_code.co_name != "forward":
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _no_grad_call(module: Any) -> None:
+    import torch
+
+    if _called_from_module_forward(module):
+        return
+    site = events.user_site(4)
+    if site is None:
+        return
+    key = (site["file"], site["line"])
+    previous = STATE.eval_sites.get(key)
+    layers = sorted(
+        {type(m).__name__ for m in module.modules() if isinstance(m, _STOCHASTIC_TYPES)}
+    )
+    mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
+    description = {
+        "site": site,
+        "module": type(module).__qualname__,
+        "layers": layers,
+        "mode": mode,
+    }
+    if previous is not None and previous[0] == STATE.steps:
+        # Called again with no optimizer step in between: an evaluation, not
+        # a teacher or target network inside a training step.
+        report_eval(previous[1], repeated=True)
+    STATE.eval_sites[key] = [STATE.steps, description]
+
+
+def report_eval(description: dict[str, Any], repeated: bool) -> None:
+    site = description["site"]
+    events.emit(
+        dict(
+            kind="finding",
+            code="TT207",
+            object=description["module"],
+            repeated=repeated,
+            **{k: v for k, v in description.items() if k != "module"},
+        ),
+        key="TT207:%s:%s" % (site["file"], site["line"]),
+    )
+
+
+def finish() -> None:
+    """At the end of the run: a no_grad call that no step followed."""
+    for steps, description in list(STATE.eval_sites.values()):
+        if steps == STATE.steps:
+            report_eval(description, repeated=False)
+
+
+# -- optimizer steps ---------------------------------------------------------------
+def _sampled(optimizer: Any) -> list[Any]:
+    params = []
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if getattr(p, "grad", None) is not None:
+                params.append(p)
+                if len(params) >= SAMPLED_PARAMS:
+                    return params
+    return params
+
+
+def _step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+    try:
+        _check_zeroing(optimizer)
+        _check_eval_step(optimizer)
+    except Exception:
+        pass
+
+
+def _step_post_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+    try:
+        grads = [(weakref.ref(p), weakref.ref(p.grad)) for p in _sampled(optimizer)]
+        _GRADS[optimizer] = (grads, STATE.zeroings)
+    except Exception:
+        pass
+    STATE.called = {}
+    STATE.eval_stochastic = None
+    STATE.steps += 1
+    if STATE.stop_after and STATE.steps >= STATE.stop_after and not STATE.stopped:
+        STATE.stopped = True
+        raise StopRun(0)
+
+
+def _check_zeroing(optimizer: Any) -> None:
+    previous = _GRADS.get(optimizer)
+    if previous is None:
+        return
+    grads, zeroings = previous
+    if zeroings != STATE.zeroings or not grads:
+        return
+    for param_ref, grad_ref in grads:
+        param = param_ref()
+        if param is None or param.grad is None or param.grad is not grad_ref():
+            return  # replaced (zero_grad(set_to_none=True), `p.grad = None`)
+    site = events.user_site(3)
+    events.emit(
+        {
+            "kind": "finding",
+            "code": "TT215",
+            "object": type(optimizer).__qualname__,
+            "site": site,
+            "step": STATE.steps + 1,
+            "sampled": len(grads),
+        },
+        key="TT215:%s" % (site and (site["file"], site["line"]),),
+    )
+
+
+def _wrap_zeroing(torch: Any) -> None:
+    def counting(original: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            STATE.zeroings += 1
+            return original(*args, **kwargs)
+
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__name__ = getattr(original, "__name__", "zero_grad")
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        return wrapper
+
+    torch.optim.Optimizer.zero_grad = counting(torch.optim.Optimizer.zero_grad)
+    torch.nn.Module.zero_grad = counting(torch.nn.Module.zero_grad)
+    original_zero = torch.Tensor.zero_
+
+    def zero_(self: Any) -> Any:
+        STATE.zeroings += 1  # `p.grad.zero_()` by hand
+        return original_zero(self)
+
+    zero_.__doc__ = original_zero.__doc__
+    torch.Tensor.zero_ = zero_
+
+
+def _check_eval_step(optimizer: Any) -> None:
+    layer = STATE.eval_stochastic
+    if layer is None:
+        return
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    owners = [
+        m
+        for m in STATE.called.values()
+        if any(id(p) in held and p.grad is not None for p in m.parameters(recurse=False))
+    ]
+    if not owners or any(m.training for m in owners):
+        return  # part of the model trains: a frozen BatchNorm is on purpose
+    site = events.user_site(3)
+    events.emit(
+        {
+            "kind": "finding",
+            "code": "TT216",
+            "object": type(optimizer).__qualname__,
+            "site": site,
+            "step": STATE.steps + 1,
+            "layer": type(layer).__name__,
+            "owners": len(owners),
+        },
+        key="TT216:%s" % (site and (site["file"], site["line"]),),
+    )
+
+
+# -- TT217: GradScaler and clipping ---------------------------------------------------
+def _wrap_scaler(torch: Any) -> None:
+    amp = getattr(torch, "amp", None)
+    scaler_class = getattr(getattr(amp, "grad_scaler", None), "GradScaler", None)
+    if scaler_class is None:
+        return
+    original_scale = scaler_class.scale
+    original_unscale = scaler_class.unscale_
+    original_step = scaler_class.step
+    original_update = scaler_class.update
+
+    def scale(self: Any, outputs: Any) -> Any:
+        try:
+            if self.is_enabled():
+                STATE.scaled[self] = True
+        except Exception:
+            pass
+        return original_scale(self, outputs)
+
+    def unscale_(self: Any, optimizer: Any) -> Any:
+        try:
+            STATE.scaled.pop(self, None)
+        except Exception:
+            pass
+        return original_unscale(self, optimizer)
+
+    def step(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            clip = STATE.clips.pop(self, None)
+            if clip is not None:
+                events.emit(
+                    dict(kind="finding", code="TT217", **clip),
+                    key="TT217:%s"
+                    % (clip["site"] and (clip["site"]["file"], clip["site"]["line"]),),
+                )
+        except Exception:
+            pass
+        return original_step(self, optimizer, *args, **kwargs)
+
+    def update(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            STATE.scaled.pop(self, None)
+            STATE.clips.pop(self, None)
+        except Exception:
+            pass
+        return original_update(self, *args, **kwargs)
+
+    for name, function, original in (
+        ("scale", scale, original_scale),
+        ("unscale_", unscale_, original_unscale),
+        ("step", step, original_step),
+        ("update", update, original_update),
+    ):
+        function.__doc__ = original.__doc__
+        setattr(function, "__wrapped__", original)  # noqa: B010 - for inspect.signature
+        setattr(scaler_class, name, function)
+
+
+def _wrap_clipping(torch: Any) -> None:
+    utils = torch.nn.utils
+    clip_module = getattr(utils, "clip_grad", None)
+    for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"):
+        original = getattr(utils, name, None)
+        if original is None:
+            continue
+        wrapper = _clipping(original, name)
+        setattr(utils, name, wrapper)
+        if clip_module is not None and getattr(clip_module, name, None) is original:
+            setattr(clip_module, name, wrapper)
+
+
+def _clipping(original: Any, name: str) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            scalers = [s for s, on in list(STATE.scaled.items()) if on]
+            if scalers:
+                site = events.user_site(2)
+                for scaler in scalers:
+                    STATE.clips[scaler] = {
+                        "object": name,
+                        "site": site,
+                        "scale": float(scaler.get_scale()),
+                    }
+        except Exception:
+            pass
+        return original(*args, **kwargs)
+
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__name__ = name
+    wrapper.__doc__ = original.__doc__
+    return wrapper
+
+
+# -- TT108: DistributedSampler -------------------------------------------------------
+def _wrap_distributed_sampler(torch: Any) -> None:
+    try:
+        from torch.utils.data.distributed import DistributedSampler
+    except ImportError:
+        return
+    original_iter = DistributedSampler.__iter__
+
+    def __iter__(self: Any) -> Any:
+        try:
+            _sampler_iterated(self)
+        except Exception:
+            pass
+        return original_iter(self)
+
+    __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
+    DistributedSampler.__iter__ = __iter__  # type: ignore[method-assign]
+
+
+def _sampler_iterated(sampler: Any) -> None:
+    if not getattr(sampler, "shuffle", False):
+        return
+    epoch = getattr(sampler, "epoch", None)
+    seen = STATE.sampler_epochs.setdefault(sampler, {})
+    count = seen.get(epoch, 0) + 1
+    seen[epoch] = count
+    if count == 2:
+        site = events.user_site(2)
+        events.emit(
+            {
+                "kind": "finding",
+                "code": "TT108",
+                "object": type(sampler).__qualname__,
+                "site": site,
+                "epoch": epoch,
+                "replicas": getattr(sampler, "num_replicas", None),
+            },
+            key="TT108:%s" % (site and (site["file"], site["line"]),),
+        )
