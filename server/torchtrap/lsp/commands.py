@@ -28,6 +28,7 @@ FIX_ALL = "torchtrap.fixAll"
 APPLY_FIX = "torchtrap.applyFix"
 EXPLAIN_RULE = "torchtrap.explainRule"
 DEBUG_INFO = "torchtrap.debugInfo"
+CHECK_WORKSPACE = "torchtrap.checkWorkspace"
 
 
 def failed(message: str) -> JsonRpcException:
@@ -41,6 +42,7 @@ def register_commands(server: TorchTrapServer) -> None:
     server.command(APPLY_FIX)(apply_fix)
     server.command(EXPLAIN_RULE)(explain_rule)
     server.command(DEBUG_INFO)(debug_info)
+    server.command(CHECK_WORKSPACE)(check_workspace)
 
 
 # -- the probe ----------------------------------------------------------------
@@ -223,6 +225,17 @@ async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         raise failed("this fix spans notebook cells and cannot be applied")
     applied = await _apply(ls, edit, actions.fix_title(finding, finding.fixes[fix_index]))
     return {"applied": applied}
+
+
+async def check_workspace(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[]``: lint every indexed file of the workspace and publish the
+    findings (in either ``diagnosticMode``; they are then kept current until
+    the mode is switched to ``openFilesOnly``) -> ``{files,
+    filesWithFindings, findings, truncated}``."""
+    try:
+        return await ls.workspace_diags.check()
+    except (TimeoutError, ValueError) as err:
+        raise failed(f"Check Workspace: {err}") from err
 
 
 # -- information ------------------------------------------------------------------

@@ -106,6 +106,7 @@ def register(server: TorchTrapServer) -> None:
             for key in list(ls.units):
                 ls.publish_empty(key)
         ls.relint_all()
+        ls.workspace_diags.settings_changed()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(
@@ -129,7 +130,8 @@ def register(server: TorchTrapServer) -> None:
         item = params.text_document
         if not is_python(item.uri, item.language_id):
             return
-        ls.docs.open(item)
+        doc = ls.docs.open(item)
+        ls.workspace_diags.opened(doc.path)
         ls.request_lint(item.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

@@ -36,6 +36,7 @@ DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
 # docs/benchmarks.md. 0: no limit.
 DEFAULT_MAX_FILE_SIZE = 1_000_000
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
+DIAGNOSTIC_MODES = ("openFilesOnly", "workspace")  # Pylance's names
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,12 @@ class Settings:
     docs_base_url: str = DEFAULT_DOCS_BASE_URL
     unsafe_fixes: bool | None = None  # None: pyproject's unsafe-fixes decides
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    # "workspace": the indexed files' findings are published too, not only
+    # the open files' (see workspace_diagnostics.py).
+    diagnostic_mode: str = "openFilesOnly"
+    # Where the project index keeps its cache (the editor's storage); None:
+    # the user's cache directory. Never the workspace folder.
+    cache_directory: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -102,6 +109,8 @@ class Settings:
             "docsBaseUrl": self.docs_base_url,
             "unsafeFixes": self.unsafe_fixes,
             "maxFileSize": self.max_file_size,
+            "diagnosticMode": self.diagnostic_mode,
+            "cacheDirectory": self.cache_directory,
         }
 
 
@@ -178,6 +187,14 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
             values["max_file_size"] = int(size)
         elif size is not None:
             problems.append("torchtrap.maxFileSize must be a number of bytes (0: no limit)")
+    if "diagnosticMode" in raw and raw["diagnosticMode"] is not None:
+        if raw["diagnosticMode"] in DIAGNOSTIC_MODES:
+            values["diagnostic_mode"] = raw["diagnosticMode"]
+        else:
+            problems.append("torchtrap.diagnosticMode must be openFilesOnly or workspace")
+    cache = raw.get("cacheDirectory")
+    if isinstance(cache, str) and cache.strip():
+        values["cache_directory"] = cache.strip()
     docs = raw.get("docsBaseUrl")
     if isinstance(docs, str) and docs.strip():
         values["docs_base_url"] = docs.strip()
