@@ -5,6 +5,7 @@ module of its own (actions, hover); none analyses code."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Any
@@ -224,6 +225,7 @@ def register(server: TorchTrapServer) -> None:
                 resolve=ls.resolve_support,
                 document_changes=ls.document_changes,
             )
+            out += actions.fix_code_actions(result, uri, params.range, resolve=ls.resolve_support)
         if _wants(only, actions.FIX_ALL_KIND) and actions.fixable(result):
             action = types.CodeAction(
                 title=(
@@ -258,8 +260,12 @@ def register(server: TorchTrapServer) -> None:
             return action  # the document moved on: the client re-requests actions
         loop = asyncio.get_running_loop()
         if data.get("fixAll"):
+            code = data.get("code") if isinstance(data.get("code"), str) else None
             outcome = await loop.run_in_executor(
-                ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+                ls.lint_pool,
+                functools.partial(
+                    actions.fix_all_edit, result, ls.encoding, ls.document_changes, code=code
+                ),
             )
             edit = outcome.edit
         else:
