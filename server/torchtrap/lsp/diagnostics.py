@@ -54,7 +54,8 @@ def to_diagnostic(
             "showing the findings of the last version that parsed"
         )
     elif finding.code in confirmed:
-        message += " (confirmed here)"  # by the GPU probe; its evidence: related information
+        # By the probe; its evidence: related information.
+        message += " (confirmed on this machine)"
     related = []
     for loc in finding.related:
         if loc.path is not None:
