@@ -17,6 +17,7 @@ describe('readSettings', () => {
       severity: {},
       probe: { timeout: 120 },
       showNotifications: 'onError',
+      diagnosticMode: 'openFilesOnly',
     });
     assert.deepEqual(s.launch, { interpreter: '', importStrategy: 'useBundled' });
     assert.deepEqual(s.problems, []);
@@ -35,6 +36,7 @@ describe('readSettings', () => {
         interpreter: ' /opt/py/bin/python3 ',
         importStrategy: 'fromEnvironment',
         torchVersion: ' 1.8 ',
+        diagnosticMode: 'workspace',
       }),
     );
     assert.deepEqual(s.server, {
@@ -45,6 +47,7 @@ describe('readSettings', () => {
       severity: { TT2: 'error', TT101: 'hint', TT102: 'warning', TT103: 'info' },
       probe: { timeout: 30 },
       showNotifications: 'always',
+      diagnosticMode: 'workspace',
       torchVersion: '1.8',
     });
     assert.deepEqual(s.launch, { interpreter: '/opt/py/bin/python3', importStrategy: 'fromEnvironment' });
@@ -54,7 +57,7 @@ describe('readSettings', () => {
   it('the server options are plain JSON without client-only keys', () => {
     const s = readSettings(getter({ interpreter: '/x', importStrategy: 'fromEnvironment' }));
     const json = JSON.parse(JSON.stringify(s.server)) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(json).sort(), ['enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications']);
+    assert.deepEqual(Object.keys(json).sort(), ['diagnosticMode', 'enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications']);
   });
 
   it('replaces invalid values with defaults and says why', () => {
@@ -67,16 +70,18 @@ describe('readSettings', () => {
         'probe.timeout': -5,
         importStrategy: 'download',
         showNotifications: 'loud',
+        diagnosticMode: 'everything',
       }),
     );
     assert.equal(s.server.run, 'onType');
+    assert.equal(s.server.diagnosticMode, 'openFilesOnly');
     assert.deepEqual(s.server.select, []);
     assert.deepEqual(s.server.ignore, ['TT2']);
     assert.deepEqual(s.server.severity, { TT2: 'warning' });
     assert.equal(s.server.probe.timeout, 120);
     assert.equal(s.server.showNotifications, 'onError');
     assert.equal(s.launch.importStrategy, 'useBundled');
-    assert.equal(s.problems.length, 9);
+    assert.equal(s.problems.length, 10);
     assert.ok(s.problems.some((p) => p.includes('torchtrap.severity') && p.includes('fatal')));
   });
 
