@@ -165,3 +165,19 @@ async def test_the_index_cache_stays_out_of_the_workspace(
         assert (await h.command("torchtrap.debugInfo"))["projectIndex"]["files"] == 75
     assert not (flat / ".torchtrap_cache").exists()
     assert len(list((tmp_path / "xdg" / "torchtrap" / "lsp").glob("flat-*/*/check.pickle"))) == 1
+
+
+async def test_check_workspace_results_go_when_workspace_mode_is_switched_off(flat: Path) -> None:
+    """Started in workspace mode, Check Workspace run, then openFilesOnly:
+    the closed files' findings are cleared (the mode at start counts)."""
+    datasets = (flat / "datasets.py").as_uri()
+    async with session(flat, settings={"diagnosticMode": "workspace"}) as h:
+        await h.command("torchtrap.checkWorkspace")
+        await _publish(h, datasets, _noisy_tt101)
+        mark = len(h.publishes)
+        h.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"torchtrap": {"debounceMs": 20, "diagnosticMode": "openFilesOnly"}}
+            )
+        )
+        await _publish(h, datasets, lambda d: d == [], after=mark)

@@ -39,6 +39,7 @@ def register(server: TorchTrapServer) -> None:
         ls.init_options_given = params.initialization_options is not None
         ls.workspace_folders = _folders(params, ls.root_path)
         ls.update_settings(params.initialization_options)
+        ls.workspace_diags.mode = ls.settings.diagnostic_mode
         _install_log_forwarding(ls)
 
     @server.feature(types.INITIALIZED)
