@@ -42,6 +42,9 @@ export function envPython(envDir: string, platform: NodeJS.Platform): string[] {
     : [impl.join(envDir, 'bin', 'python3'), impl.join(envDir, 'bin', 'python')];
 }
 
+/** `3.9.1` before `3.10.2`: folder names in version order. */
+const natural = (a: string, b: string) => a.localeCompare(b, 'en', { numeric: true });
+
 export function discoverInterpreters(inputs: DiscoverInputs): FoundInterpreter[] {
   const impl = inputs.platform === 'win32' ? path.win32 : path.posix;
   const out: FoundInterpreter[] = [];
@@ -85,7 +88,7 @@ export function discoverInterpreters(inputs: DiscoverInputs): FoundInterpreter[]
     }
   }
   const workon = inputs.env.WORKON_HOME || impl.join(inputs.homeDir, '.virtualenvs');
-  for (const name of inputs.listDirs(workon).sort()) {
+  for (const name of inputs.listDirs(workon).sort(natural)) {
     addEnv(impl.join(workon, name), 'virtualenv', name);
   }
   const condaRoots = CONDA_ROOTS.map((r) => impl.join(inputs.homeDir, r));
@@ -95,13 +98,13 @@ export function discoverInterpreters(inputs: DiscoverInputs): FoundInterpreter[]
   for (const root of condaRoots) {
     addEnv(root, 'conda', `${impl.basename(root)} (base)`);
     const envs = impl.join(root, 'envs');
-    for (const name of inputs.listDirs(envs).sort()) {
+    for (const name of inputs.listDirs(envs).sort(natural)) {
       addEnv(impl.join(envs, name), 'conda', name);
     }
   }
   const pyenv = inputs.env.PYENV_ROOT || impl.join(inputs.homeDir, '.pyenv');
   const versions = impl.join(pyenv, 'versions');
-  for (const name of inputs.listDirs(versions).sort()) {
+  for (const name of inputs.listDirs(versions).sort(natural)) {
     addEnv(impl.join(versions, name), 'pyenv', name);
   }
   const dirs = (inputs.env.PATH ?? '').split(inputs.platform === 'win32' ? ';' : ':').filter((d) => d !== '' && impl.isAbsolute(d));

@@ -75,6 +75,14 @@ describe('discoverInterpreters', () => {
     );
   });
 
+  it('lists versions in version order (3.6 before 3.10)', () => {
+    const found = discoverInterpreters(inputs(['/home/me/.pyenv/versions/3.10.13/bin/python3', '/home/me/.pyenv/versions/3.6.15/bin/python3']));
+    assert.deepEqual(
+      found.map((f) => f.name),
+      ['3.6.15', '3.10.13'],
+    );
+  });
+
   it('uses Scripts\\python.exe on Windows', () => {
     const found = discoverInterpreters(
       inputs(['C:\\repo\\.venv\\Scripts\\python.exe'], { platform: 'win32', workspaceFolders: ['C:\\repo'], homeDir: 'C:\\Users\\me', env: {} }),
