@@ -825,6 +825,11 @@ async function main() {
         await sleep(400);
       });
       await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-quickfix.png') });
+      // Two TT201s in the notebook: the menu also offers both at once.
+      const both = page.locator('.action-widget .monaco-list-row', { hasText: 'TorchTrap: fix all TT201 in this file (2)' }).first();
+      if (!(await both.isVisible().catch(() => false))) {
+        throw new Error('the Ctrl+. menu has no "TorchTrap: fix all TT201 in this file (2)"');
+      }
       await item.click();
       await waitFor(
         async () => (await vs.problems()).filter((r) => r.file.startsWith(NOTEBOOK) && r.code === 'TT201').length === 1,
@@ -1123,7 +1128,7 @@ async function main() {
         await editSettings(JSON.stringify({ ...JSON.parse(original), 'torchtrap.diagnosticMode': 'workspace' }, null, 2));
         try {
           await expectRows(file, fmt(want), 'TT106', 30_000);
-          await page.screenshot({ path: path.join(ARTIFACTS, 'workspace-diagnostics.png') });
+          await page.screenshot({ path: path.join(ARTIFACTS, 'workspace-mode.png') });
           // Changed on disk (outside the editor): the guard added, the TT106 goes.
           const full = path.join(ws, file);
           const text = fs.readFileSync(full, 'utf8');
