@@ -1,7 +1,8 @@
 """Generate the rule docs from the rule files: docs/rules/TTNNN.md, the
 table in README.md between the ``rules-table`` markers, and the rule codes
-the VS Code settings `torchtrap.select` / `torchtrap.ignore` offer
-(package.json), so a new rule appears there by itself.
+the VS Code settings `torchtrap.select` / `torchtrap.ignore` /
+`torchtrap.severity` offer (package.json), so a new rule appears there by
+itself.
 
     python scripts/gen_docs.py          write them
     python scripts/gen_docs.py --check  exit 1 if they are out of date
@@ -60,7 +61,34 @@ def code_items() -> dict[str, Any]:
         for rule in sorted((r for r in ALL_RULES if r.code in codes), key=lambda r: r.code):
             values.append(rule.code)
             descriptions.append(f"`{rule.name}`: {rule.summary}.")
-    return {"type": "string", "enum": values, "markdownEnumDescriptions": descriptions}
+    return {
+        "type": "string",
+        "enum": values,
+        # The Settings UI's dropdown shows plain enumDescriptions only.
+        "enumDescriptions": [d.replace("`", "") for d in descriptions],
+        "markdownEnumDescriptions": descriptions,
+    }
+
+
+SEVERITY_NAMES = ["error", "warning", "info", "hint"]
+
+
+def severity_properties(value: dict[str, Any]) -> dict[str, Any]:
+    """One key per code and prefix of `torchtrap.severity`, each described
+    and with the four severities to choose from: the Settings UI then edits
+    the object (key and value dropdowns) instead of sending the user to
+    settings.json."""
+    items = code_items()
+    described = zip(items["enum"], items["enumDescriptions"], strict=True)
+    return {
+        code: {
+            "type": "string",
+            "enum": SEVERITY_NAMES,
+            "enumDescriptions": value["enumDescriptions"],
+            "description": description,
+        }
+        for code, description in described
+    }
 
 
 def package_json() -> str:
@@ -69,6 +97,9 @@ def package_json() -> str:
     properties = manifest["contributes"]["configuration"]["properties"]
     for key in ("torchtrap.select", "torchtrap.ignore"):
         properties[key]["items"] = code_items()
+    severity = properties["torchtrap.severity"]
+    current = severity["additionalProperties"]["anyOf"][0]
+    severity["properties"] = severity_properties(current)
     return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -24,10 +24,19 @@
 //                   displays it), TT202 where a trailing `;` hides it; the CLI reports no TT000;
 //   status-explain  the language status pop-up shows the interpreter and fits the window;
 //                   "TorchTrap: Explain Rule…" opens a rule rendered;
-//   probe           "TorchTrap: Run GPU Probe" from the palette: cancel works; the full run's
-//                   report says TT101 is `confirmed` by worker-rng, and fits a half-width panel;
-//   probe-no-torch  with an interpreter without torch the probe offers Select Interpreter /
-//                   Open Settings (not CLI flags);
+//   probe           "TorchTrap: Probe This Machine": its progress names the step; cancel works;
+//   probe-interpreter with an interpreter without torch the probe offers Select Interpreter
+//                   (not CLI flags); the picker lists the workspace .venv (the torch venv), saves
+//                   it for the user, the server restarts on it and the probe re-runs: TT101
+//                   confirmed, "TT101 confirmed, TT102 not reproduced" per rule, raw JSON
+//                   collapsed, the open file's TT101 "confirmed on this machine", no overflow;
+//   workspace-diagnostics a never-opened file's TT106: absent in openFilesOnly, listed by
+//                   Check Workspace (with counts) and in diagnosticMode "workspace", following the
+//                   file on disk, gone again in openFilesOnly; no .torchtrap_cache/ in the folder;
+//   unsafe-fix-review Fix All says "1 unsafe fix skipped", Review Unsafe Fixes… applies it: the
+//                   CLI's --fix --unsafe-fixes text;
+//   settings-ui     torchtrap.severity edited in the Settings UI (key and value dropdowns):
+//                   settings.json gets {"TT201": "error"} and TT201 shows as an error;
 //   restart         "TorchTrap: Restart Server" brings a new server that lints again;
 //   settings-live   "torchtrap.ignore" changed in settings.json applies without a reload;
 //   multi-root      a two-folder workspace: each folder's pyproject.toml applies to its files, and
@@ -172,13 +181,13 @@ function applyEdits(/** @type {string} */ text, /** @type {any[]} */ edits) {
   return cps.join('');
 }
 
-/** The text the CLI's `check --fix` (safe fixes only) makes of `text`, as file `name`. */
-function cliFixed(/** @type {string} */ python, /** @type {string} */ libs, /** @type {string} */ name, /** @type {string} */ text) {
+/** The text the CLI's `check --fix` (safe fixes only, unless `unsafe`) makes of `text`, as file `name`. */
+function cliFixed(/** @type {string} */ python, /** @type {string} */ libs, /** @type {string} */ name, /** @type {string} */ text, unsafe = false) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'torchtrap-e2e-fix-'));
   const file = path.join(dir, name);
   fs.writeFileSync(file, text);
   try {
-    execFileSync(python, ['-m', 'torchtrap', 'check', '--fix', '--exit-zero', file], {
+    execFileSync(python, ['-m', 'torchtrap', 'check', '--fix', ...(unsafe ? ['--unsafe-fixes'] : []), '--exit-zero', file], {
       env: { ...process.env, PYTHONPATH: libs, PYTHONSAFEPATH: '1' },
       cwd: os.tmpdir(),
       stdio: 'ignore',
@@ -349,12 +358,25 @@ function ui(page) {
     return item;
   };
 
-  return { problems, openProblems, openFile, goTo, runCommand, focusWorkbench, toast, clearToasts, applyQuickFix };
+  /** Type `text` into the Problems panel's filter box ('' clears it). */
+  const filterProblems = async (/** @type {string} */ text) => {
+    const input = page.locator('.markers-panel-container .viewpane-filter input, .pane-header .viewpane-filter input, .viewpane-filter input').first();
+    await input.waitFor({ state: 'visible', timeout: 10_000 });
+    await input.fill(text);
+    await sleep(500);
+  };
+
+  return { problems, openProblems, openFile, goTo, runCommand, focusWorkbench, toast, clearToasts, applyQuickFix, filterProblems };
 }
 
 // ------------------------------------------------------------------ workspaces
 
 const NOTEBOOK = 'pitfalls.ipynb';
+// Never opened before the workspace-diagnostics flow: its TT106 shows only in workspace mode.
+const CLOSED_FILE = 'tt106_main_guard.py';
+// A safe TT201 fix and a TT202 whose only fix is unsafe (its in-place twin).
+const UNSAFE_FILE = 'unsafe_review.py';
+const UNSAFE_TEXT = 'import torch\n\n\ndef masked_log_probs(logits, scores, mask):\n    scores.masked_fill(mask, 0)\n    return torch.log(torch.softmax(logits, dim=-1))\n';
 
 /** A notebook with a markdown cell and three code cells: two safe TT201 fixes, one TT202. */
 function notebookText() {
@@ -510,6 +532,9 @@ async function main() {
   }
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookText());
   fs.writeFileSync(path.join(ws, MAGICS), magicsNotebookText());
+  fs.writeFileSync(path.join(ws, UNSAFE_FILE), UNSAFE_TEXT);
+  // The torch venv as the workspace's own .venv: "Select Interpreter" finds it the usual way.
+  fs.symlinkSync(path.dirname(path.dirname(python)), path.join(ws, '.venv'));
   fs.mkdirSync(path.join(udd, 'User'), { recursive: true });
   const settingsFile = path.join(udd, 'User', 'settings.json');
   fs.writeFileSync(settingsFile, JSON.stringify(userSettings(python), null, 2));
@@ -560,7 +585,7 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', CLOSED_FILE, UNSAFE_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
@@ -594,10 +619,13 @@ async function main() {
   let browser;
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
-  const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((x) => x.trim()).filter(Boolean);
-  const ALL_TESTS = ['diagnostics', 'run-file', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe', 'probe-no-torch', 'restart',
-    'settings-live', 'multi-root', 'untrusted'];
+  const ALL_TESTS = ['diagnostics', 'run-file', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe',
+    'probe-interpreter', 'restart', 'settings-live', 'workspace-diagnostics', 'unsafe-fix-review', 'settings-ui', 'multi-root',
+    'untrusted'];
+  // E2E_ONLY=a,b runs those flows only (while developing one; the full run is the test).
+  const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((t) => t.trim()).filter(Boolean);
   const TESTS = ONLY.length ? ALL_TESTS.filter((t) => ONLY.includes(t)) : ALL_TESTS;
+  if (ONLY.length) log(`E2E_ONLY: running ${TESTS.join(', ')} of ${ALL_TESTS.length} flows`);
   const guard = setTimeout(() => {
     console.error(`e2e: over the ${TOTAL_BUDGET_MS / 1000}s budget, giving up`);
     killAll();
@@ -711,12 +739,16 @@ async function main() {
       );
       // Close the modal editor. The file on disk is already right: if VS Code still asks
       // to save (a save raced with the paste), keep the disk's text.
-      await page.keyboard.press('Escape');
-      const dialog = page.locator('.monaco-dialog-box', { hasText: 'save' }).first();
-      if (await dialog.waitFor({ timeout: 1500 }).then(() => true, () => false)) {
-        await dialog.locator('.monaco-button', { hasText: "Don't Save" }).first().click();
+      // A suggestion or hover in the editor takes the first Escape: press until it closes.
+      const modal = page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first();
+      for (let i = 0; i < 4 && (await modal.isVisible().catch(() => false)); i++) {
+        await page.keyboard.press('Escape');
+        const dialog = page.locator('.monaco-dialog-box', { hasText: 'save' }).first();
+        if (await dialog.waitFor({ timeout: 1500 }).then(() => true, () => false)) {
+          await dialog.locator('.monaco-button', { hasText: "Don't Save" }).first().click();
+        }
+        await modal.waitFor({ state: 'hidden', timeout: 2500 }).catch(() => undefined);
       }
-      await page.locator('.monaco-editor', { hasText: 'torchtrap.interpreter' }).first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
       if (fs.readFileSync(settingsFile, 'utf8') !== text) {
         throw new Error('settings.json changed while closing its editor');
       }
@@ -899,6 +931,11 @@ async function main() {
         await sleep(400);
       });
       await page.screenshot({ path: path.join(ARTIFACTS, 'notebook-quickfix.png') });
+      // Two TT201s in the notebook: the menu also offers both at once.
+      const both = page.locator('.action-widget .monaco-list-row', { hasText: 'TorchTrap: fix all TT201 in this file (2)' }).first();
+      if (!(await both.isVisible().catch(() => false))) {
+        throw new Error('the Ctrl+. menu has no "TorchTrap: fix all TT201 in this file (2)"');
+      }
       await item.click();
       await waitFor(
         async () => (await vs.problems()).filter((r) => r.file.startsWith(NOTEBOOK) && r.code === 'TT201').length === 1,
@@ -1005,52 +1042,22 @@ async function main() {
       );
     });
 
-    await test('probe', async () => {
-      const reportDir = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe');
-      const reportJson = path.join(reportDir, 'torchtrap-probe-report.json');
-      // One editor: the report then opens in the other half of the window.
-      await vs.runCommand('View: Close All Editor Groups');
-      await vs.openFile(EXAMPLES.tt101);
-      // First: the progress notification is cancellable, and cancelling says so.
-      await vs.runCommand('TorchTrap: Run GPU Probe');
-      const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'GPU probe' }).first();
-      await toast.waitFor({ timeout: 15_000 });
-      await toast.hover();
-      await toast.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
-      await vs.toast(/GPU probe cancelled/, 20_000);
-      log('probe cancelled from its progress notification');
-      if (fs.existsSync(reportJson)) {
-        throw new Error('a cancelled probe wrote a report');
-      }
-      await vs.clearToasts();
-      // Then: the full run. Its progress names the step once, not the title twice.
-      await vs.runCommand('TorchTrap: Run GPU Probe');
-      await toast.waitFor({ timeout: 15_000 });
-      const progress = await vs.toast(/GPU probe.*\(\d+\/\d+\)/, 60_000);
-      if ((progress.match(/GPU probe/g) ?? []).length !== 1) {
-        throw new Error(`the progress repeats itself: "${progress}"`);
-      }
-      log(`progress: "${progress}"`);
-      await waitFor(() => fs.existsSync(reportJson), PROBE_WAIT_MS, `the probe report (${reportJson})`, 1000);
-      const doc = JSON.parse(fs.readFileSync(reportJson, 'utf8'));
-      /** @type {{id: string, verdict: string, summary: string, rules: Record<string, string>}[]} */
-      const experiments = doc.experiments ?? [];
-      log(`probe verdicts: ${experiments.map((e) => `${e.id}=${e.verdict}`).join(', ')}`);
-      const rng = experiments.find((e) => e.id === 'worker-rng');
-      if (rng?.rules?.TT101 !== 'confirmed' || doc.rules?.TT101?.verdict !== 'confirmed') {
-        throw new Error(`worker-rng did not confirm TT101 on CPU: ${JSON.stringify(rng)?.slice(0, 600)}`);
-      }
-      await page.locator('.tabs-container .tab', { hasText: 'TorchTrap Probe Report' }).first().waitFor({ timeout: 30_000 });
-      /** @type {{lines: string[], overflow: number} | null} */
+    /** The rendered probe report (the webview of ours, not the workbench): its rows and lines. */
+    const reportView = async (/** @type {(r: any) => boolean} */ ok, /** @type {string} */ what) => {
+      /** @type {any} */
       let seen = null;
       await waitFor(
         async () => {
           for (const frame of page.frames()) {
             const r = await frame
               .evaluate(() =>
-                !document.querySelector('.monaco-workbench') && document.body?.innerText?.includes('TT101')
+                !document.querySelector('.monaco-workbench') && document.body?.innerText?.includes('TorchTrap probe')
                   ? {
-                      lines: Array.from(document.querySelectorAll('tr, li, p')).map((e) => /** @type {HTMLElement} */ (e).innerText.replace(/\s+/g, ' ')),
+                      lines: Array.from(document.querySelectorAll('tr, li, p, h2')).map((e) => /** @type {HTMLElement} */ (e).innerText.replace(/\s+/g, ' ')),
+                      details: document.querySelectorAll('details.raw').length,
+                      openDetails: document.querySelectorAll('details.raw[open]').length,
+                      // Drawn, not just laid out (a closed <details> keeps its content's boxes).
+                      visibleJson: Array.from(document.querySelectorAll('pre')).filter((p) => p.checkVisibility() && /"\w+":/.test(p.textContent ?? '')).length,
                       overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
                     }
                   : null,
@@ -1058,51 +1065,141 @@ async function main() {
               .catch(() => null);
             if (r && r.lines.length > 0) {
               seen = r;
-              if (r.lines.some((l) => l.includes('TT101') && /\bconfirmed\b/.test(l))) return true;
+              if (ok(r)) return true;
             }
           }
           return false;
         },
         30_000,
-        () => `TT101 "confirmed" in the rendered report (${JSON.stringify(seen).slice(0, 1500)})`,
+        () => `${what} in the rendered report (${JSON.stringify(seen).slice(0, 1500)})`,
       );
-      await sleep(500);
-      await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') });
-      if (seen && /** @type {{overflow: number}} */ (seen).overflow > 2) {
-        throw new Error(`the report is wider than its half-width panel by ${/** @type {{overflow: number}} */ (seen).overflow}px`);
+      return seen;
+    };
+
+    await test('probe', async () => {
+      const reportDir = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe');
+      const reportJson = path.join(reportDir, 'torchtrap-probe-report.json');
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openFile(EXAMPLES.tt101);
+      // The progress names the step once, not the title twice; cancelling says so and
+      // writes no report.
+      await vs.runCommand('TorchTrap: Probe This Machine');
+      const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'probing this machine' }).first();
+      await toast.waitFor({ timeout: 15_000 });
+      const progress = await vs.toast(/probing this machine.*\(\d+\/\d+\)/, 60_000);
+      if ((progress.match(/probing this machine/g) ?? []).length !== 1) {
+        throw new Error(`the progress repeats itself: "${progress}"`);
+      }
+      log(`progress: "${progress}"`);
+      await toast.hover();
+      await toast.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+      await vs.toast(/probe cancelled/, 30_000);
+      log('probe cancelled from its progress notification');
+      if (fs.existsSync(reportJson)) {
+        throw new Error('a cancelled probe wrote a report');
       }
     });
 
-    await test('probe-no-torch', async () => {
+    await test('probe-interpreter', async () => {
+      // An interpreter without torch: the probe offers Select Interpreter (not CLI flags); the
+      // picker lists the workspace's .venv (the torch venv), saves it for the user, and the
+      // probe runs again there: TT101 confirmed, one verdict per rule, the file's finding marked.
       if (!noTorchPython) {
         throw new Error('no Python >= 3.10 without torch here (set E2E_PYTHON_NO_TORCH)');
       }
+      const reportJson = path.join(udd, 'User', 'globalStorage', 'torchtrap.torchtrap', 'probe', 'torchtrap-probe-report.json');
+      fs.rmSync(reportJson, { force: true });
       const before = fs.readFileSync(settingsFile, 'utf8');
+      // A Python file first: it activates the extension (onLanguage:python) and its server.
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openFile(EXAMPLES.tt101);
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT101'), 90_000, 'TT101 before the probe');
       const ready = (logText(udd).match(/Server ready in/g) ?? []).length;
       await editSettings(JSON.stringify({ ...JSON.parse(before), 'torchtrap.interpreter': noTorchPython }, null, 2));
       try {
         await waitFor(() => (logText(udd).match(/Server ready in/g) ?? []).length > ready, 60_000, `a server on ${noTorchPython}`);
-        await vs.runCommand('TorchTrap: Run GPU Probe');
+        await waitFor(async () => (await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT101'), 60_000, `TT101 from the server on ${noTorchPython}`);
+        await vs.runCommand('TorchTrap: Probe This Machine');
         const said = await vs.toast(/needs torch/, 60_000);
         if (/--python/.test(said)) {
           throw new Error(`the probe gives CLI advice in VS Code: "${said}"`);
         }
         const box = page.locator('.notifications-toasts .notification-toast', { hasText: 'needs torch' }).first();
-        for (const button of ['Select Interpreter', 'Open Settings']) {
-          await box.locator('.monaco-button', { hasText: button }).first().waitFor({ timeout: 5000 });
-        }
+        await box.locator('.monaco-button', { hasText: 'Open Settings' }).first().waitFor({ timeout: 5000 });
         await page.screenshot({ path: path.join(ARTIFACTS, 'probe-no-torch.png') });
-        await box.locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
-        await page.locator('.settings-editor').first().waitFor({ timeout: 15_000 });
-        await page.locator('.settings-editor .setting-item-contents', { hasText: 'Interpreter' }).first().waitFor({ timeout: 15_000 });
+        await box.hover();
+        await box.locator('.monaco-button', { hasText: 'Select Interpreter' }).first().click();
+        // The picker: the workspace venv is offered (found the usual way, no Python extension).
+        const venvRow = page.locator('.quick-input-list .monaco-list-row', { hasText: '.venv' }).first();
+        await venvRow.waitFor({ timeout: 15_000 });
+        const listed = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+        log(`Select Interpreter lists: ${listed.join(' | ')}`);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'select-interpreter.png') });
+        await venvRow.click();
+        const userRow = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Save for the user' }).first();
+        await userRow.waitFor({ timeout: 10_000 });
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Save for this workspace' }).first().waitFor({ timeout: 5000 });
+        await userRow.click();
+        const chosen = await waitFor(
+          () => {
+            const value = JSON.parse(fs.readFileSync(settingsFile, 'utf8'))['torchtrap.interpreter'];
+            return typeof value === 'string' && value.startsWith(path.join(ws, '.venv')) ? value : undefined;
+          },
+          15_000,
+          () => `torchtrap.interpreter = ${ws}/.venv/... in the user settings (it is ${fs.readFileSync(settingsFile, 'utf8')})`,
+        );
+        log(`saved for the user: torchtrap.interpreter = ${chosen}`);
+        if (fs.existsSync(path.join(ws, '.vscode', 'settings.json')) && fs.readFileSync(path.join(ws, '.vscode', 'settings.json'), 'utf8').includes('torchtrap.interpreter')) {
+          throw new Error('"Save for the user" wrote the workspace settings');
+        }
+        // The server restarts on it and the probe runs again by itself.
+        await waitFor(() => logText(udd).includes(`Interpreter: ${chosen} (from setting)`), 60_000, `a server on ${chosen}`);
+        await waitFor(() => fs.existsSync(reportJson), PROBE_WAIT_MS, `the re-run probe's report (${reportJson})`, 1000);
+        const doc = JSON.parse(fs.readFileSync(reportJson, 'utf8'));
+        if (!String(doc.interpreter?.path ?? '').startsWith(path.join(ws, '.venv'))) {
+          throw new Error(`the probe did not run in the chosen interpreter: ${doc.interpreter?.path}`);
+        }
+        /** @type {{id: string, verdict: string, rules: Record<string, string>}[]} */
+        const experiments = doc.experiments ?? [];
+        log(`probe verdicts: ${experiments.map((e) => `${e.id}=${e.verdict}`).join(', ')}; rules: ${Object.entries(doc.rules ?? {}).map(([c, r]) => `${c}=${/** @type {any} */ (r).verdict}`).join(', ')}`);
+        const rng = experiments.find((e) => e.id === 'worker-rng');
+        if (rng?.rules?.TT101 !== 'confirmed' || doc.rules?.TT101?.verdict !== 'confirmed') {
+          throw new Error(`worker-rng did not confirm TT101 on CPU: ${JSON.stringify(rng)?.slice(0, 600)}`);
+        }
+        const words = { confirmed: 'confirmed', 'not-reproduced': 'not reproduced', skipped: 'skipped', error: 'could not run', timeout: 'timed out' };
+        const tt102 = /** @type {Record<string, string>} */ (words)[rng.rules.TT102 ?? ''] ?? '?';
+        await page.locator('.tabs-container .tab', { hasText: 'TorchTrap Probe Report' }).first().waitFor({ timeout: 30_000 });
+        const seen = await reportView(
+          (r) =>
+            // One verdict per rule in the worker-rng row, TT102 with its own.
+            r.lines.some((/** @type {string} */ l) => l.includes('worker-rng') && l.includes('TT101 confirmed') && l.includes(`TT102 ${tt102}`)) &&
+            // The open file's TT101 finding, marked.
+            r.lines.some((/** @type {string} */ l) => /^Line \d+, TT101: .* — confirmed on this machine$/.test(l.trim())) &&
+            r.lines.some((/** @type {string} */ l) => l.includes(`In ${EXAMPLES.tt101}`)) &&
+            r.lines.some((/** @type {string} */ l) => l.startsWith('GPU experiments skipped: this interpreter has no CUDA')),
+          `"worker-rng: TT101 confirmed, TT102 ${tt102}", the file's TT101 "confirmed on this machine" and the skipped GPU experiments`,
+        );
+        if (!(seen.details >= experiments.length && seen.openDetails === 0 && seen.visibleJson === 0)) {
+          throw new Error(`the raw JSON is not collapsed: ${JSON.stringify({ details: seen.details, open: seen.openDetails, visible: seen.visibleJson })}`);
+        }
+        if (seen.overflow > 2) {
+          throw new Error(`the report is wider than its half-width panel by ${seen.overflow}px`);
+        }
+        await sleep(500);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'probe-report.png') });
+        // The finding in the editor says it too.
+        await waitFor(
+          async () => (await rowsFor(EXAMPLES.tt101)).some((r) => r.code === 'TT101' && r.text.includes('confirmed on this machine')),
+          30_000,
+          'TT101 "(confirmed on this machine)" in the Problems panel',
+        );
       } finally {
         await page.keyboard.press('Escape');
         await editSettings(before);
       }
-      await waitFor(() => (logText(udd).match(/Server ready in/g) ?? []).length > ready + 1, 60_000, `the server back on ${python}`);
-      if (await page.locator('.settings-editor').first().isVisible().catch(() => false)) {
-        await page.keyboard.press('Control+W');
-      }
+      await waitFor(() => logText(udd).includes(`Interpreter: ${python} (from setting)`) && (logText(udd).match(/Server ready in/g) ?? []).length > ready + 2, 60_000, `the server back on ${python}`);
+      await vs.runCommand('View: Close All Editor Groups');
     });
 
     await test('restart', async () => {
@@ -1138,6 +1235,168 @@ async function main() {
       await waitFor(async () => (await tt201()) === 0, 30_000, 'TT201 to disappear after "torchtrap.ignore": ["TT201"]');
       await editSettings(original);
       await waitFor(async () => (await tt201()) > 0, 30_000, 'TT201 to come back after removing the ignore');
+    });
+
+    await test('workspace-diagnostics', async () => {
+      // A file never opened: nothing in openFilesOnly; Check Workspace lists its finding and
+      // counts; diagnosticMode "workspace" keeps it (and follows the file on disk); back to
+      // openFilesOnly, it goes. The index cache is in the extension's storage, not the folder.
+      const file = CLOSED_FILE;
+      const want = (expected[file] ?? []).filter((f) => f.code === 'TT106');
+      if (want.length === 0) {
+        throw new Error(`the CLI finds no TT106 in ${file}: ${JSON.stringify(expected[file])}`);
+      }
+      const rows = async () => fmt((await rowsFor(file)).filter((r) => r.code === 'TT106'));
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openProblems();
+      // The panel's list is virtualised: filter it to the file, so that its rows are drawn.
+      await vs.filterProblems(file);
+      try {
+        await sleep(1500);
+        if ((await rows()) !== '') {
+          throw new Error(`${file} (never opened) has problems in openFilesOnly mode: ${await rows()}`);
+        }
+        await vs.runCommand('TorchTrap: Check Workspace');
+        const said = await vs.toast(/TorchTrap: Checked \d+ files?/, 90_000);
+        const pyFiles = fs.readdirSync(ws).filter((n) => n.endsWith('.py')).length;
+        if (!said.includes(`Checked ${pyFiles} files:`) || !/\d+ findings? in \d+ files?/.test(said)) {
+          throw new Error(`Check Workspace said "${said}", expected "Checked ${pyFiles} files: N findings in M files"`);
+        }
+        log(`Check Workspace: "${said}"`);
+        await expectRows(file, fmt(want), 'TT106', 30_000);
+        const original = fs.readFileSync(settingsFile, 'utf8');
+        await editSettings(JSON.stringify({ ...JSON.parse(original), 'torchtrap.diagnosticMode': 'workspace' }, null, 2));
+        try {
+          await expectRows(file, fmt(want), 'TT106', 30_000);
+          await page.screenshot({ path: path.join(ARTIFACTS, 'workspace-mode.png') });
+          // Changed on disk (outside the editor): the guard added, the TT106 goes.
+          const full = path.join(ws, file);
+          const text = fs.readFileSync(full, 'utf8');
+          const guarded = cliFixed(python, libs, file, text, true);
+          if (guarded === text) {
+            throw new Error(`the CLI's --unsafe-fixes changes nothing in ${file}`);
+          }
+          fs.writeFileSync(full, guarded);
+          try {
+            await expectRows(file, '', 'TT106', 30_000);
+          } finally {
+            fs.writeFileSync(full, text);
+          }
+          await expectRows(file, fmt(want), 'TT106', 30_000);
+        } finally {
+          await editSettings(original);
+        }
+        await expectRows(file, '', 'TT106', 30_000);
+      } finally {
+        await vs.filterProblems('');
+      }
+      // Item 8: no .torchtrap_cache/ in the workspace; the index cache is in workspaceStorage.
+      if (fs.existsSync(path.join(ws, '.torchtrap_cache'))) {
+        throw new Error('opening the folder created .torchtrap_cache/ in it');
+      }
+      const storage = path.join(udd, 'User', 'workspaceStorage');
+      const caches = [];
+      const walk = (/** @type {string} */ d) => {
+        for (const e of fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }) : []) {
+          if (e.isDirectory()) walk(path.join(d, e.name));
+          else if (e.name === 'check.pickle') caches.push(path.join(d, e.name));
+        }
+      };
+      walk(storage);
+      if (!caches.some((c) => c.includes(`${path.sep}torchtrap.torchtrap${path.sep}index${path.sep}`))) {
+        throw new Error(`no index cache under ${storage}/*/torchtrap.torchtrap/index: ${JSON.stringify(caches)}`);
+      }
+    });
+
+    await test('unsafe-fix-review', async () => {
+      // Fix All applies the safe fix and says the unsafe one was skipped; "Review Unsafe
+      // Fixes…" lists it and applies it: the file becomes the CLI's --fix --unsafe-fixes text.
+      const file = UNSAFE_FILE;
+      const full = path.join(ws, file);
+      const original = fs.readFileSync(full, 'utf8');
+      const want = cliFixed(python, libs, file, original, true);
+      const safeOnly = cliFixed(python, libs, file, original);
+      if (want === safeOnly || safeOnly === original) {
+        throw new Error(`${file} needs a safe fix and an unsafe one (CLI: safe ${safeOnly !== original}, unsafe ${want !== safeOnly})`);
+      }
+      await vs.openFile(file);
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor(file)).some((r) => r.code === 'TT202'), 60_000, `TT202 in ${file}`);
+      await vs.runCommand('TorchTrap: Fix All');
+      const said = await vs.toast(/TorchTrap: Fixed 1 finding \(1 unsafe fix skipped\)/);
+      log(`Fix All: "${said}"`);
+      const box = page.locator('.notifications-toasts .notification-toast', { hasText: 'unsafe fix skipped' }).first();
+      await box.hover();
+      await box.locator('.monaco-button', { hasText: 'Review Unsafe Fixes' }).first().click();
+      const item = page.locator('.quick-input-list .monaco-list-row', { hasText: 'TT202' }).first();
+      await item.waitFor({ timeout: 15_000 });
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Apply all' }).first().waitFor({ timeout: 5000 });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-review.png') });
+      await item.click();
+      await saveUntil(full, (t) => t === want, () => `the CLI's --fix --unsafe-fixes text; expected:\n${want}\n--- got:\n${fs.readFileSync(full, 'utf8')}`);
+      await waitFor(async () => !(await rowsFor(file)).some((r) => r.code === 'TT202'), 30_000, `TT202 gone from ${file}`);
+      await vs.clearToasts();
+      await vs.runCommand('TorchTrap: Review Unsafe Fixes');
+      await vs.toast(/no unsafe fixes left/);
+    });
+
+    await test('settings-ui', async () => {
+      // torchtrap.severity is edited in the Settings UI (not "Edit in settings.json"): a key
+      // picked from the rule codes, a severity from the four; settings.json gets it and the
+      // finding's severity follows.
+      const original = fs.readFileSync(settingsFile, 'utf8');
+      await vs.openFile(EXAMPLES.tt201);
+      await vs.openProblems();
+      await waitFor(async () => (await rowsFor(EXAMPLES.tt201)).some((r) => r.code === 'TT201'), 30_000, 'TT201 before the change');
+      await vs.runCommand('Preferences: Open Settings (UI)');
+      await page.locator('.settings-editor').first().waitFor({ timeout: 15_000 });
+      await sleep(800);
+      // The search box has the focus.
+      await page.keyboard.type('torchtrap.severity', { delay: 10 });
+      const item = page.locator('.settings-editor .setting-item-contents', { hasText: 'Override the severity' }).first();
+      await item.waitFor({ timeout: 15_000 });
+      if (await item.locator('.edit-in-settings-button, a', { hasText: 'Edit in settings.json' }).count()) {
+        throw new Error('torchtrap.severity is only editable in settings.json');
+      }
+      const add = item.locator('.monaco-button', { hasText: 'Add Item' }).first();
+      await add.waitFor({ timeout: 10_000 });
+      await add.click();
+      const selects = item.locator('select');
+      await waitFor(async () => (await selects.count()) >= 2, 10_000, 'the key and value dropdowns');
+      const keyOptions = await selects.nth(0).locator('option').allInnerTexts();
+      if (!keyOptions.includes('TT201') || !keyOptions.includes('TT2')) {
+        throw new Error(`the key dropdown does not offer the rule codes: ${keyOptions.join(', ')}`);
+      }
+      await selects.nth(0).selectOption('TT201');
+      await selects.nth(1).selectOption('error');
+      await page.screenshot({ path: path.join(ARTIFACTS, 'settings-ui-severity.png') });
+      await item.locator('.monaco-button', { hasText: 'OK' }).first().click();
+      try {
+        await waitFor(
+          () => JSON.stringify(JSON.parse(fs.readFileSync(settingsFile, 'utf8'))['torchtrap.severity'] ?? null) === '{"TT201":"error"}',
+          15_000,
+          () => `"torchtrap.severity": {"TT201": "error"} in settings.json (it is ${fs.readFileSync(settingsFile, 'utf8')})`,
+        );
+        await page.keyboard.press('Control+W');
+        await vs.openFile(EXAMPLES.tt201);
+        await vs.openProblems();
+        // An error row has the error icon.
+        await waitFor(
+          async () =>
+            page.evaluate(() =>
+              Array.from(document.querySelectorAll('.markers-panel .monaco-list-row')).some(
+                (r) => /TT201/.test(/** @type {HTMLElement} */ (r).innerText) && !!r.querySelector('.codicon-error'),
+              ),
+            ),
+          30_000,
+          'TT201 shown as an error',
+        );
+      } finally {
+        if (await page.locator('.settings-editor').first().isVisible().catch(() => false)) {
+          await page.keyboard.press('Control+W');
+        }
+        await editSettings(original);
+      }
     });
 
     await test('multi-root', async () => {
@@ -1235,6 +1494,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof Error ? err.stack : err);
-  console.log('e2e: 0 passed, 12 failed');
+  console.log('e2e: 0 passed, 16 failed');
   process.exit(1);
 });

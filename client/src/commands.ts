@@ -3,9 +3,16 @@
 
 import * as vscode from 'vscode';
 import { WorkDoneProgress } from 'vscode-languageclient/node';
-import * as pythonExtension from './pythonExtension';
+import { selectInterpreter } from './interpreterPicker';
 import {
+  applyFixArguments,
+  checkWorkspaceMessage,
+  fileFindingsSection,
   fixAllMessage,
+  insertAfterTitle,
+  parseUnsafeFixes,
+  ruleVerdicts,
+  skippedUnsafe,
   orderRules,
   parseProbeResult,
   probeFailure,
@@ -27,12 +34,18 @@ export const COMMANDS = {
   fixAll: 'torchtrap.vscode.fixAll',
   runFile: 'torchtrap.vscode.runFile',
   showRunReport: 'torchtrap.vscode.showRunReport',
+  reviewUnsafeFixes: 'torchtrap.vscode.reviewUnsafeFixes',
+  checkWorkspace: 'torchtrap.vscode.checkWorkspace',
+  selectInterpreter: 'torchtrap.vscode.selectInterpreter',
 } as const;
 
 export const SERVER_COMMANDS = {
   runProbe: 'torchtrap.runProbe',
   fixAll: 'torchtrap.fixAll',
+  applyFix: 'torchtrap.applyFix',
+  unsafeFixes: 'torchtrap.unsafeFixes',
   explainRule: 'torchtrap.explainRule',
+  checkWorkspace: 'torchtrap.checkWorkspace',
 } as const;
 
 export const PROBE_REPORT_NAME = 'torchtrap-probe-report';
@@ -71,18 +84,34 @@ function showError(server: TorchTrapServer, what: string, err: unknown): void {
   });
 }
 
-/** A probe without torch gets buttons to pick another interpreter, not CLI advice. */
-function showProbeError(server: TorchTrapServer, err: unknown): void {
-  const failure = probeFailure(err instanceof Error ? err.message : String(err));
-  if (!failure.needsTorch) {
-    showError(server, 'the GPU probe failed', err);
+/**
+ * Select Interpreter (interpreterPicker.ts), wait for the server to run on it, and with
+ * `probe` run the probe again there.
+ */
+async function selectInterpreterAndProbe(server: TorchTrapServer, storage: vscode.Uri, probe: boolean): Promise<void> {
+  const exe = await selectInterpreter();
+  if (!exe) {
     return;
   }
-  server.log.error(`the GPU probe failed: ${failure.message}`);
-  const message = `TorchTrap: the GPU probe needs torch. ${failure.message} Or select the interpreter that has torch.`;
+  server.log.info(`Interpreter selected: ${exe}`);
+  await server.ensureLaunchCurrent('interpreter selected');
+  if (probe) {
+    await runProbe(server, storage);
+  }
+}
+
+/** A probe without torch gets buttons to pick another interpreter, not CLI advice. */
+function showProbeError(server: TorchTrapServer, storage: vscode.Uri, err: unknown): void {
+  const failure = probeFailure(err instanceof Error ? err.message : String(err));
+  if (!failure.needsTorch) {
+    showError(server, 'the probe failed', err);
+    return;
+  }
+  server.log.error(`the probe failed: ${failure.message}`);
+  const message = `TorchTrap: the probe needs torch. ${failure.message} Or select the interpreter that has torch.`;
   void vscode.window.showErrorMessage(message, 'Select Interpreter', 'Open Settings', 'Show Logs').then((choice) => {
     if (choice === 'Select Interpreter') {
-      void pythonExtension.selectInterpreter();
+      void selectInterpreterAndProbe(server, storage, true);
     } else if (choice === 'Open Settings') {
       void vscode.commands.executeCommand('workbench.action.openSettings', 'torchtrap.interpreter');
     } else if (choice === 'Show Logs') {
@@ -91,13 +120,44 @@ function showProbeError(server: TorchTrapServer, err: unknown): void {
   });
 }
 
+/** The file the report speaks of: the active Python editor's (a notebook's cells together). */
+function probedDocument(): vscode.Uri | undefined {
+  const notebook = vscode.window.activeNotebookEditor?.notebook;
+  if (notebook) {
+    return notebook.uri;
+  }
+  const doc = vscode.window.activeTextEditor?.document;
+  return doc && doc.languageId === 'python' ? doc.uri : undefined;
+}
+
+/** The open file's TorchTrap findings (a notebook: each cell's, on cell lines). */
+function findingsOf(target: vscode.Uri): { code: string; line: number; message: string }[] {
+  const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === target.toString());
+  const uris = notebook ? notebook.getCells().map((c) => c.document.uri) : [target];
+  return uris.flatMap((uri) =>
+    vscode.languages
+      .getDiagnostics(uri)
+      .filter((d) => d.source === 'torchtrap')
+      .map((d) => ({
+        code: typeof d.code === 'object' ? String(d.code.value) : String(d.code ?? ''),
+        line: d.range.start.line + 1,
+        message: d.message,
+      })),
+  );
+}
+
+function baseName(uri: vscode.Uri): string {
+  return uri.path.split('/').pop() || uri.path;
+}
+
 async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<void> {
   const timeout = server.serverSettings().probe.timeout;
+  const target = probedDocument();
   let cancelled = false;
   let result: unknown;
   try {
     result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: GPU probe', cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: probing this machine', cancellable: true },
       async (progress, token) => {
         const client = await server.runningClient();
         const workDoneToken = `torchtrap-probe-${Date.now()}`;
@@ -127,23 +187,26 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
       },
     );
   } catch (err) {
-    showProbeError(server, err);
+    showProbeError(server, storage, err);
     return;
   }
   if (cancelled) {
-    server.log.info('GPU probe cancelled.');
-    void vscode.window.showInformationMessage('TorchTrap: GPU probe cancelled.');
+    server.log.info('Probe cancelled.');
+    void vscode.window.showInformationMessage('TorchTrap: probe cancelled.');
     return;
   }
   try {
     const report = parseProbeResult(result);
+    // The open file's findings the probe answered, marked so (a section of ours).
+    const section = target ? fileFindingsSection(baseName(target), findingsOf(target), ruleVerdicts(report.json)) : '';
+    const markdown = insertAfterTitle(report.markdown, section);
     const dir = vscode.Uri.joinPath(storage, 'probe');
     await writeReport(dir, `${PROBE_REPORT_NAME}.json`, JSON.stringify(report.json, null, 2));
-    const uri = await writeReport(dir, `${PROBE_REPORT_NAME}.md`, report.markdown);
-    server.log.info(`GPU probe report: ${uri.fsPath}`);
-    await showProbeReport(report.markdown);
+    const uri = await writeReport(dir, `${PROBE_REPORT_NAME}.md`, markdown);
+    server.log.info(`Probe report: ${uri.fsPath}`);
+    await showProbeReport(markdown);
   } catch (err) {
-    showError(server, 'the GPU probe report', err);
+    showError(server, 'the probe report', err);
   }
 }
 
@@ -203,11 +266,88 @@ async function fixAll(server: TorchTrapServer, uri?: unknown): Promise<void> {
     server.log.info(`Fix All ${target.toString()}: ${message}`);
     if (server.serverSettings(target).showNotifications === 'off') {
       vscode.window.setStatusBarMessage(message, 5000);
+    } else if (skippedUnsafe(result) > 0) {
+      const review = 'Review Unsafe Fixes…';
+      void vscode.window.showInformationMessage(message, review).then((choice) => {
+        if (choice === review) {
+          void reviewUnsafeFixes(server, target);
+        }
+      });
     } else {
       void vscode.window.showInformationMessage(message);
     }
   } catch (err) {
     showError(server, 'Fix All failed', err);
+  }
+}
+
+interface UnsafeItem extends vscode.QuickPickItem {
+  all?: boolean;
+  args?: unknown[];
+}
+
+/** The fixes Fix All skipped as unsafe: apply one, or all of them. */
+async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promise<void> {
+  const target = uri instanceof vscode.Uri ? uri : fixAllTarget();
+  if (!target) {
+    void vscode.window.showInformationMessage('TorchTrap: open a Python file or notebook to review its unsafe fixes.');
+    return;
+  }
+  try {
+    const fixes = parseUnsafeFixes(await server.executeCommand(SERVER_COMMANDS.unsafeFixes, [target.toString()]));
+    if (fixes.length === 0) {
+      void vscode.window.showInformationMessage('TorchTrap: no unsafe fixes left in this file.');
+      return;
+    }
+    const items: UnsafeItem[] = [
+      {
+        label: `$(check-all) Apply all ${fixes.length === 1 ? 'of them' : `${fixes.length} unsafe fixes`}`,
+        detail: 'Unsafe: each may change what the code does; review the diff before saving.',
+        all: true,
+      },
+      { label: '', kind: vscode.QuickPickItemKind.Separator },
+      ...fixes.map((f) => ({
+        label: f.title,
+        description: `line ${f.line + 1}`,
+        detail: f.message,
+        args: applyFixArguments(f),
+      })),
+    ];
+    const pick = await vscode.window.showQuickPick(items, {
+      title: 'TorchTrap: unsafe fixes Fix All skipped',
+      placeHolder: 'Apply one, or all of them',
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (!pick) {
+      return;
+    }
+    if (pick.all) {
+      const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [{ uri: target.toString(), unsafe: true }]);
+      void vscode.window.showInformationMessage(`TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.'));
+    } else if (pick.args) {
+      const result = (await server.executeCommand(SERVER_COMMANDS.applyFix, pick.args)) as { applied?: unknown } | undefined;
+      if (result?.applied !== true) {
+        void vscode.window.showWarningMessage('TorchTrap: the editor did not apply the fix.');
+      }
+    }
+  } catch (err) {
+    showError(server, 'Review Unsafe Fixes failed', err);
+  }
+}
+
+async function checkWorkspace(server: TorchTrapServer): Promise<void> {
+  try {
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: checking the workspace' },
+      () => server.executeCommand(SERVER_COMMANDS.checkWorkspace, []),
+    );
+    const message = `TorchTrap: ${checkWorkspaceMessage(result)}.`;
+    server.log.info(message);
+    await vscode.commands.executeCommand('workbench.actions.view.problems');
+    void vscode.window.showInformationMessage(message);
+  } catch (err) {
+    showError(server, 'Check Workspace failed', err);
   }
 }
 
@@ -221,5 +361,10 @@ export function registerCommands(context: vscode.ExtensionContext, server: Torch
     vscode.commands.registerCommand(COMMANDS.fixAll, (uri?: unknown) => fixAll(server, uri)),
     vscode.commands.registerCommand(COMMANDS.runFile, (uri?: unknown) => runFileWithChecks(server, uri)),
     vscode.commands.registerCommand(COMMANDS.showRunReport, (uri?: unknown) => showRunReport(server, uri)),
+    vscode.commands.registerCommand(COMMANDS.reviewUnsafeFixes, (uri?: unknown) => reviewUnsafeFixes(server, uri)),
+    vscode.commands.registerCommand(COMMANDS.checkWorkspace, () => checkWorkspace(server)),
+    vscode.commands.registerCommand(COMMANDS.selectInterpreter, (options?: { probe?: unknown }) =>
+      selectInterpreterAndProbe(server, storage, options?.probe === true),
+    ),
   );
 }

@@ -12,8 +12,13 @@ interface EnvironmentPath {
 interface ResolvedEnvironment {
   executable: { uri?: vscode.Uri };
 }
+interface KnownEnvironment {
+  path: string;
+  executable?: { uri?: vscode.Uri };
+}
 interface PythonApi {
   environments?: {
+    known?: readonly KnownEnvironment[];
     getActiveEnvironmentPath(resource?: vscode.Uri): EnvironmentPath;
     resolveEnvironment(env: EnvironmentPath | string): Promise<ResolvedEnvironment | undefined>;
     onDidChangeActiveEnvironmentPath: vscode.Event<unknown>;
@@ -53,6 +58,18 @@ export async function activeInterpreter(resource?: vscode.Uri): Promise<string |
   return cmd && cmd.length === 1 ? cmd[0] : undefined;
 }
 
+/** The executables of the environments the Python extension knows ([] without it). */
+export async function knownInterpreters(): Promise<string[]> {
+  try {
+    const python = await api();
+    return (python?.environments?.known ?? [])
+      .map((env) => env.executable?.uri?.fsPath ?? env.path)
+      .filter((exe): exe is string => typeof exe === 'string' && exe !== '');
+  } catch {
+    return [];
+  }
+}
+
 /** Calls `listener` when the user picks another interpreter in the Python extension. */
 export async function onDidChangeInterpreter(listener: () => void): Promise<vscode.Disposable | undefined> {
   try {
@@ -60,28 +77,5 @@ export async function onDidChangeInterpreter(listener: () => void): Promise<vsco
     return python?.environments?.onDidChangeActiveEnvironmentPath(() => listener());
   } catch {
     return undefined;
-  }
-}
-
-/**
- * "Select Interpreter": the Python extension's picker when it is installed, else a file
- * dialog whose choice becomes `torchtrap.interpreter` (of the workspace when one is open).
- */
-export async function selectInterpreter(): Promise<void> {
-  if (isInstalled()) {
-    await vscode.commands.executeCommand('python.setInterpreter');
-    return;
-  }
-  const picked = await vscode.window.showOpenDialog({
-    title: 'TorchTrap: choose the Python interpreter (with torch for the GPU probe)',
-    openLabel: 'Use this Python',
-    canSelectFiles: true,
-    canSelectFolders: false,
-    canSelectMany: false,
-  });
-  const exe = picked?.[0]?.fsPath;
-  if (exe) {
-    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-    await vscode.workspace.getConfiguration('torchtrap').update('interpreter', exe, target);
   }
 }

@@ -146,6 +146,8 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.25em; } h3 { font-size: 1.1em; }
 a { color: var(--vscode-textLink-foreground); }
 code { font-family: var(--vscode-editor-font-family); font-size: 0.95em; }
 pre { background: var(--vscode-textCodeBlock-background); padding: 8px; overflow-x: auto; white-space: pre-wrap; }
+details.raw { margin: 4px 0 12px; }
+details.raw > summary { cursor: pointer; color: var(--vscode-textLink-foreground); }
 table { border-collapse: collapse; margin: 8px 0; max-width: 100%; }
 th, td { border: 1px solid var(--vscode-panel-border, rgba(128,128,128,0.35)); padding: 4px 8px; text-align: left; vertical-align: top; }
 @media (max-width: 560px) {
@@ -157,6 +159,128 @@ th, td { border: 1px solid var(--vscode-panel-border, rgba(128,128,128,0.35)); p
   td[data-label=""]::before { content: none; }
 }`;
 
+/**
+ * The probe report's raw JSON blocks, collapsed: each becomes a `<details>` the reader
+ * opens when they want the numbers (the verdicts and summaries stay in view).
+ */
+export function collapseJsonBlocks(html: string): string {
+  return html.replace(
+    /<pre\b[^>]*>\s*<code\b[^>]*\blanguage-json\b[^>]*>[\s\S]*?<\/code>\s*<\/pre>/g,
+    (block: string) => `<details class="raw"><summary>Raw data (JSON)</summary>${block}</details>`,
+  );
+}
+
+/** rule code -> verdict (`confirmed`, `not-reproduced`, ...) from the probe's JSON. */
+export function ruleVerdicts(json: unknown): Record<string, string> {
+  const rules = json && typeof json === 'object' ? (json as { rules?: unknown }).rules : undefined;
+  const out: Record<string, string> = {};
+  if (rules && typeof rules === 'object') {
+    for (const [code, entry] of Object.entries(rules as Record<string, unknown>)) {
+      const verdict = entry && typeof entry === 'object' ? (entry as { verdict?: unknown }).verdict : undefined;
+      if (typeof verdict === 'string') {
+        out[code] = verdict;
+      }
+    }
+  }
+  return out;
+}
+
+export interface FileFinding {
+  code: string;
+  /** 1-based */
+  line: number;
+  message: string;
+}
+
+const ON_THIS_MACHINE: Record<string, string> = {
+  confirmed: '**confirmed on this machine**',
+  'not-reproduced': 'not reproduced on this machine',
+};
+
+/**
+ * The open file's findings whose rule the probe answered, as a report section: each
+ * "Line 12, TT101: … — **confirmed on this machine**". Empty when none matches.
+ */
+export function fileFindingsSection(fileName: string, findings: readonly FileFinding[], verdicts: Readonly<Record<string, string>>): string {
+  const lines = [...findings]
+    .sort((a, b) => a.line - b.line || a.code.localeCompare(b.code))
+    .filter((f) => ON_THIS_MACHINE[verdicts[f.code] ?? ''] !== undefined)
+    .map((f) => {
+      const message = f.message.replace(/\s*\(confirmed on this machine\)$/, '').replace(/\s+/g, ' ').trim();
+      return `- Line ${f.line}, ${f.code}: ${message} — ${ON_THIS_MACHINE[verdicts[f.code] ?? '']}`;
+    });
+  if (lines.length === 0) {
+    return '';
+  }
+  return [`## In \`${fileName.replace(/`/g, '')}\``, '', ...lines, ''].join('\n');
+}
+
+/** Put `section` right below the report's title line. */
+export function insertAfterTitle(markdown: string, section: string): string {
+  if (section === '') {
+    return markdown;
+  }
+  const lines = markdown.split('\n');
+  const title = lines.findIndex((l) => l.startsWith('# '));
+  if (title === -1) {
+    return `${section}\n${markdown}`;
+  }
+  lines.splice(title + 1, 0, '', section.trimEnd());
+  return lines.join('\n');
+}
+
+/** Skipped unsafe fixes as the server lists them (`torchtrap.unsafeFixes`). */
+export interface UnsafeFix {
+  uri: string;
+  version: number | null;
+  code: string;
+  /** 0-based */
+  line: number;
+  fix: number;
+  title: string;
+  message: string;
+}
+
+export function parseUnsafeFixes(value: unknown): UnsafeFix[] {
+  if (!Array.isArray(value)) {
+    throw new Error(`unexpected torchtrap.unsafeFixes result: ${JSON.stringify(value)?.slice(0, 200)}`);
+  }
+  return value
+    .filter((v): v is Record<string, unknown> => !!v && typeof v === 'object')
+    .filter((v) => typeof v.uri === 'string' && typeof v.code === 'string' && typeof v.line === 'number')
+    .map((v) => ({
+      uri: String(v.uri),
+      version: typeof v.version === 'number' ? v.version : null,
+      code: String(v.code),
+      line: Number(v.line),
+      fix: typeof v.fix === 'number' ? v.fix : 0,
+      title: typeof v.title === 'string' ? v.title : String(v.code),
+      message: typeof v.message === 'string' ? v.message : '',
+    }));
+}
+
+/** The `torchtrap.applyFix` arguments of one skipped fix. */
+export function applyFixArguments(f: UnsafeFix): [string, number | null, string, number, number] {
+  return [f.uri, f.version, f.code, f.line, f.fix];
+}
+
+/** The number of skipped unsafe fixes in a `torchtrap.fixAll` result. */
+export function skippedUnsafe(result: unknown): number {
+  const r = result && typeof result === 'object' ? (result as Record<string, unknown>) : {};
+  return count(r.skippedUnsafe) ?? count(r.skipped_unsafe) ?? count(r.skipped) ?? 0;
+}
+
+/** What Check Workspace tells the user. */
+export function checkWorkspaceMessage(result: unknown): string {
+  const r = result && typeof result === 'object' ? (result as Record<string, unknown>) : {};
+  const files = count(r.files) ?? 0;
+  const findings = count(r.findings) ?? 0;
+  const withFindings = count(r.filesWithFindings) ?? 0;
+  const truncated = count(r.truncated) ?? 0;
+  const head = `Checked ${plural(files, 'file', 'files')}: ${findings === 0 ? 'no findings' : `${plural(findings, 'finding', 'findings')} in ${plural(withFindings, 'file', 'files')}`}`;
+  return truncated > 0 ? `${head} (${truncated} more files not checked)` : head;
+}
+
 /** The whole page of a report webview: rendered markdown, no scripts, theme colours. */
 export function reportPage(bodyHtml: string, title: string, nonce: string, cspSource: string): string {
   const csp = `default-src 'none'; img-src ${cspSource} https: data:; style-src 'nonce-${nonce}';`;
@@ -167,7 +291,7 @@ export function reportPage(bodyHtml: string, title: string, nonce: string, cspSo
 <title>${escapeHtml(title)}</title>
 <style nonce="${nonce}">${REPORT_CSS}</style>
 </head><body>
-${labelTableCells(bodyHtml)}
+${collapseJsonBlocks(labelTableCells(bodyHtml))}
 </body></html>`;
 }
 

@@ -28,7 +28,7 @@ import {
 import { buildLaunch, bundledLibsDir } from './launch';
 import { classifyStderrLine } from './logs';
 import * as pythonExtension from './pythonExtension';
-import { shouldNotify, type ServerSettings } from './settings';
+import { launchChanged, shouldNotify, type ServerSettings } from './settings';
 import type { ServerState } from './status';
 import { TraceChannel } from './traceChannel';
 import * as readline from 'node:readline';
@@ -122,6 +122,18 @@ export class TorchTrapServer implements vscode.Disposable {
     return this.queue;
   }
 
+  /**
+   * Restart unless the server already runs with the current launch settings (a settings
+   * change may have restarted it already); resolves once it is up (or failed).
+   */
+  async ensureLaunchCurrent(reason: string): Promise<void> {
+    await this.queue;
+    const now = effectiveSettings();
+    if (!this.settings || launchChanged(this.settings.launch, now.launch)) {
+      await this.restart(reason);
+    }
+  }
+
   /** The running client, or an error explaining why there is none. */
   async runningClient(): Promise<LanguageClient> {
     await this.queue;
@@ -137,7 +149,16 @@ export class TorchTrapServer implements vscode.Disposable {
   }
 
   serverSettings(scope?: vscode.Uri): ServerSettings {
-    return effectiveSettings(scope).server;
+    return this.withStorage(effectiveSettings(scope).server);
+  }
+
+  /**
+   * The settings the server gets, with where to keep its index cache: this extension's
+   * storage for the workspace (global storage without one), never the user's project.
+   */
+  private withStorage(settings: ServerSettings): ServerSettings {
+    const storage = this.context.storageUri ?? this.context.globalStorageUri;
+    return { ...settings, cacheDirectory: vscode.Uri.joinPath(storage, 'index').fsPath };
   }
 
   /** A `torchtrap.*` setting changed: restart for launch settings, else push to the server. */
@@ -156,7 +177,7 @@ export class TorchTrapServer implements vscode.Disposable {
     const client = this.client;
     if (client && client.state === State.Running) {
       this.log.info(`Settings changed: ${JSON.stringify(now.server)}`);
-      await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { torchtrap: now.server } });
+      await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { torchtrap: this.withStorage(now.server) } });
       this.setState({ ...this.current, phase: now.server.enable ? 'running' : 'disabled' });
     }
   }
@@ -190,7 +211,7 @@ export class TorchTrapServer implements vscode.Disposable {
       } else if (choice === 'Show Logs') {
         this.log.show();
       } else if (choice === 'Select Interpreter') {
-        void pythonExtension.selectInterpreter();
+        void vscode.commands.executeCommand('torchtrap.vscode.selectInterpreter');
       }
     });
   }
@@ -267,7 +288,7 @@ export class TorchTrapServer implements vscode.Disposable {
         },
       },
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: settings.server,
+      initializationOptions: this.withStorage(settings.server),
       diagnosticCollectionName: CLIENT_ID,
       middleware: {
         workspace: {

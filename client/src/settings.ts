@@ -6,6 +6,8 @@ export type RunMode = 'onType' | 'onSave';
 export type SeverityName = 'error' | 'warning' | 'info' | 'hint';
 export type ImportStrategy = 'useBundled' | 'fromEnvironment';
 export type NotificationLevel = 'off' | 'onError' | 'onWarning' | 'always';
+/** Pylance's names: which files' findings are published. */
+export type DiagnosticMode = 'openFilesOnly' | 'workspace';
 
 /** The object sent as `initializationOptions` and as `settings.torchtrap`. */
 export interface ServerSettings {
@@ -16,6 +18,9 @@ export interface ServerSettings {
   severity: Record<string, SeverityName>;
   probe: { timeout: number };
   showNotifications: NotificationLevel;
+  diagnosticMode: DiagnosticMode;
+  /** Where the server keeps its index cache (the extension's storage), never the workspace. */
+  cacheDirectory?: string;
   /** Only when set: the project's torch version (e.g. "1.8"). */
   torchVersion?: string;
   /** Only when set: files larger than this many bytes are not linted (0: no limit). */
@@ -57,6 +62,7 @@ export const DEFAULTS: Readonly<ServerSettings & LaunchSettings> = Object.freeze
   probe: { timeout: DEFAULT_PROBE_TIMEOUT },
   showNotifications: 'onError',
   showSyntaxErrors: false,
+  diagnosticMode: 'openFilesOnly',
   interpreter: '',
   importStrategy: 'useBundled',
 });
@@ -178,6 +184,7 @@ export function readSettings(get: SettingGetter): Settings {
     probe: { timeout: parseTimeout(get('probe.timeout'), problems) },
     showNotifications: parseNotifications(get('showNotifications'), problems),
     showSyntaxErrors: parseBoolean(get('showSyntaxErrors'), DEFAULTS.showSyntaxErrors, 'showSyntaxErrors', problems),
+    diagnosticMode: oneOf(get('diagnosticMode'), ['openFilesOnly', 'workspace'] as const, 'openFilesOnly', 'diagnosticMode', problems),
   };
   const torchVersion = get('torchVersion');
   if (typeof torchVersion === 'string' && torchVersion.trim() !== '') {

@@ -20,7 +20,7 @@ async def test_probe_confirms_tt105_in_the_editor(root: Path) -> None:
     async with session(root) as h:
         uri = h.open("stream.py", example.read_text(encoding="utf-8"))
         (before,) = [d for d in await h.diagnostics(uri, 1) if d.code == "TT105"]
-        assert "(confirmed here)" not in before.message
+        assert "(confirmed on this machine)" not in before.message
         mark = len(h.publishes)
         result = await h.client.workspace_execute_command_async(
             types.ExecuteCommandParams(
@@ -33,7 +33,7 @@ async def test_probe_confirms_tt105_in_the_editor(root: Path) -> None:
         if rules.get("TT105", {}).get("verdict") != "confirmed":
             pytest.skip("the probe did not confirm TT105 on this machine")
         (after,) = [d for d in await h.diagnostics(uri, 1, after=mark) if d.code == "TT105"]
-        assert after.message == f"{before.message} (confirmed here)"
+        assert after.message == f"{before.message} (confirmed on this machine)"
         notes = [r.message for r in after.related_information or []]
         assert any(
             n.startswith("the GPU probe on this machine: ") and "10 items, 2 workers" in n

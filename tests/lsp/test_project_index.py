@@ -155,13 +155,14 @@ async def test_workspace_folders_added_and_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A folder added to a multi-root workspace joins the index (its open
-    files get the other files' evidence) and keeps its own cache, as
-    `torchtrap check` run there would; removed, its files are linted alone."""
+    files get the other files' evidence) and keeps its own cache, in the
+    editor's storage (not in the folder); removed, its files are linted alone."""
     monkeypatch.delenv("TORCHTRAP_CACHE_DIR")
     first, second = tmp_path / "first", tmp_path / "second"
+    storage = tmp_path / "storage"
     shutil.copytree(FLAT, first)
     shutil.copytree(FLAT, second)
-    async with session(first) as h:
+    async with session(first, settings={"cacheDirectory": str(storage)}) as h:
         datasets = h.open((second / "datasets.py").as_uri(), (second / "datasets.py").read_text())
         await _wait_for(h, datasets, None)  # outside the workspace: alone
         folder = types.WorkspaceFolder(second.as_uri(), "second")
@@ -173,7 +174,9 @@ async def test_workspace_folders_added_and_removed(
         )
         await _wait_for(h, datasets, True, after=mark)
         for folder_path in (first, second):
-            assert any((folder_path / ".torchtrap_cache").rglob("*.pickle")), folder_path
+            assert not (folder_path / ".torchtrap_cache").exists(), folder_path
+            caches = list(storage.glob(f"{folder_path.name}-*/*/check.pickle"))
+            assert len(caches) == 1, (folder_path, list(storage.rglob("*")))
         mark = len(h.publishes)
         h.client.workspace_did_change_workspace_folders(
             types.DidChangeWorkspaceFoldersParams(

@@ -85,16 +85,18 @@ def test_markdown_leads_with_one_sentence_per_rule(cpu_doc: dict[str, Any]) -> N
     assert "identical streams in 2 workers" in lines[2]
     assert lines[3].startswith("- **TT102**: not reproduced here — ")
     assert lines[4].startswith("- **TT103**: ")
-    table = lines.index("| Experiment | Result | Rules |")
+    table = lines.index("| Experiment | Result |")
     assert lines.index("Machine: " + cpu_doc["experiments"][0]["summary"]) < table
     assert table < lines.index("## Details")
     rows = [line for line in lines[table + 2 :] if line.startswith("| `")]
     # The environment is the header, not a row with a verdict.
     ids = [e["id"] for e in cpu_doc["experiments"] if e["id"] != "environment"]
     assert [row.split("`")[1] for row in rows] == ids
-    assert "| `worker-rng` | **confirmed** | TT101, TT102 |" in text
-    assert "| `shm-capacity` | fine | – |" in text
-    assert max(len(row) for row in rows) <= 60  # fits a half-width panel
+    # One verdict per rule: TT102 is not "confirmed" with TT101.
+    assert "| `worker-rng` | TT101 **confirmed**, TT102 not reproduced |" in text
+    assert "| `shm-capacity` | fine |" in text
+    assert max(len(row) for row in rows) <= 64  # fits a half-width panel
+    assert "**confirmed** in " not in text.split("### `worker-rng`")[1].split("###")[0]
     assert text.count("```json") == len(cpu_doc["experiments"])
     # Verdict words that do not read like severities.
     head = "\n".join(lines[: lines.index("## Details")])
@@ -116,7 +118,7 @@ def test_markdown_escapes_table_cells(cpu_doc: dict[str, Any]) -> None:
     doc["experiments"][0]["summary"] = "a | b\nc"
     doc["experiments"][1]["rules"] = {"A|B": "confirmed"}
     text = render_markdown(doc)
-    assert "| A\\|B |" in text  # a table cell
+    assert "| `worker-rng` | A\\|B **confirmed** |" in text  # a table cell
     assert "Machine: a | b c\n" in text  # one line
 
 
@@ -169,3 +171,19 @@ def test_only_accepts_commas() -> None:
     from torchtrap.probe.catalog import select
 
     assert [e.id for e in select(["shm-capacity,environment"])] == ["environment", "shm-capacity"]
+
+
+def test_markdown_says_gpu_experiments_were_skipped_without_cuda(
+    cpu_doc: dict[str, Any],
+) -> None:
+    assert cpu_doc["interpreter"]["cuda_available"] is False  # this machine
+    text = render_markdown(cpu_doc)
+    line = next(line for line in text.splitlines() if line.startswith("GPU experiments"))
+    assert line.startswith("GPU experiments skipped: this interpreter has no CUDA (")
+    assert "`cuda-ipc-share`, `fork-cuda`, `pin-memory`" in line
+    # Near miss: the GPU experiments ran (or were cut short for another reason).
+    doc = copy.deepcopy(cpu_doc)
+    for exp in doc["experiments"]:
+        if exp["id"] in ("cuda-ipc-share", "fork-cuda", "pin-memory"):
+            exp.update(verdict="not-reproduced", summary="ran")
+    assert "GPU experiments skipped" not in render_markdown(doc)

@@ -75,3 +75,46 @@ describe('package.json commands', () => {
     assert.equal(report.title, 'Show Run Report…');
   });
 });
+
+/** VS Code's Settings UI edits an object setting only when every value schema is simple. */
+function renderable(schema: Record<string, unknown>): boolean {
+  const values = [...Object.values((schema.properties ?? {}) as Record<string, Schema>), ...Object.values((schema.patternProperties ?? {}) as Record<string, Schema>)];
+  const extra = schema.additionalProperties;
+  if (extra === true || extra === undefined) return false;
+  if (extra && typeof extra === 'object') values.push(extra as Schema);
+  return values.flatMap((v) => (Array.isArray(v.anyOf) ? (v.anyOf as Schema[]) : [v])).every((v) => ['string', 'boolean', 'integer', 'number'].includes(String(v.type)));
+}
+
+describe('package.json: editable in the Settings UI', () => {
+  it('torchtrap.severity has one described key per rule code and prefix, each with the four severities', () => {
+    const severity = properties['torchtrap.severity'] as { properties: Record<string, Schema>; additionalProperties: Schema };
+    const codes = (properties['torchtrap.select'] as { items: Schema }).items.enum as string[];
+    assert.deepEqual(Object.keys(severity.properties), codes);
+    for (const [code, value] of Object.entries(severity.properties)) {
+      assert.deepEqual(value.enum, ['error', 'warning', 'info', 'hint'], code);
+      assert.equal(value.type, 'string', code);
+      assert.ok(typeof value.description === 'string' && value.description.length > 10, `${code} has no description`);
+    }
+    assert.match(String(severity.properties.TT101?.description), /^stored-rng-in-dataset: /);
+    assert.ok(renderable(severity), 'the Settings UI would say "Edit in settings.json"');
+  });
+  it('the select/ignore dropdowns show each code\'s description (plain enumDescriptions)', () => {
+    for (const key of ['torchtrap.select', 'torchtrap.ignore']) {
+      const items = (properties[key] as { items: Schema }).items;
+      assert.equal(items.enumDescriptions?.length, items.enum?.length, key);
+      assert.ok(items.enumDescriptions?.every((d) => typeof d === 'string' && !String(d).includes('`')), key);
+    }
+  });
+  it('offers diagnosticMode with Pylance\'s values', () => {
+    const mode = properties['torchtrap.diagnosticMode'] as Schema;
+    assert.deepEqual(mode.enum, ['openFilesOnly', 'workspace']);
+    assert.equal(mode.default, 'openFilesOnly');
+  });
+  it('names the probe command for what it does on any machine', () => {
+    const titles = Object.fromEntries(manifest.contributes.commands.map((c: { command: string; title: string }) => [c.command, c.title]));
+    assert.equal(titles['torchtrap.vscode.runProbe'], 'Probe This Machine');
+    assert.equal(titles['torchtrap.vscode.checkWorkspace'], 'Check Workspace');
+    assert.equal(titles['torchtrap.vscode.selectInterpreter'], 'Select Interpreter…');
+    assert.equal(titles['torchtrap.vscode.reviewUnsafeFixes'], 'Review Unsafe Fixes…');
+  });
+});

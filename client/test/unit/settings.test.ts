@@ -18,6 +18,7 @@ describe('readSettings', () => {
       probe: { timeout: 120 },
       showNotifications: 'onError',
       showSyntaxErrors: false,
+      diagnosticMode: 'openFilesOnly',
     });
     assert.deepEqual(s.launch, { interpreter: '', importStrategy: 'useBundled' });
     assert.deepEqual(s.problems, []);
@@ -37,6 +38,7 @@ describe('readSettings', () => {
         importStrategy: 'fromEnvironment',
         torchVersion: ' 1.8 ',
         showSyntaxErrors: true,
+        diagnosticMode: 'workspace',
       }),
     );
     assert.deepEqual(s.server, {
@@ -48,6 +50,7 @@ describe('readSettings', () => {
       probe: { timeout: 30 },
       showNotifications: 'always',
       showSyntaxErrors: true,
+      diagnosticMode: 'workspace',
       torchVersion: '1.8',
     });
     assert.deepEqual(s.launch, { interpreter: '/opt/py/bin/python3', importStrategy: 'fromEnvironment' });
@@ -57,7 +60,7 @@ describe('readSettings', () => {
   it('the server options are plain JSON without client-only keys', () => {
     const s = readSettings(getter({ interpreter: '/x', importStrategy: 'fromEnvironment' }));
     const json = JSON.parse(JSON.stringify(s.server)) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(json).sort(), ['enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications', 'showSyntaxErrors']);
+    assert.deepEqual(Object.keys(json).sort(), ['diagnosticMode', 'enable', 'ignore', 'probe', 'run', 'select', 'severity', 'showNotifications', 'showSyntaxErrors']);
   });
 
   it('replaces invalid values with defaults and says why', () => {
@@ -71,16 +74,18 @@ describe('readSettings', () => {
         importStrategy: 'download',
         showNotifications: 'loud',
         showSyntaxErrors: 'yes',
+        diagnosticMode: 'everything',
       }),
     );
     assert.equal(s.server.run, 'onType');
+    assert.equal(s.server.diagnosticMode, 'openFilesOnly');
     assert.deepEqual(s.server.select, []);
     assert.deepEqual(s.server.ignore, ['TT2']);
     assert.deepEqual(s.server.severity, { TT2: 'warning' });
     assert.equal(s.server.probe.timeout, 120);
     assert.equal(s.server.showNotifications, 'onError');
     assert.equal(s.launch.importStrategy, 'useBundled');
-    assert.equal(s.problems.length, 10);
+    assert.equal(s.problems.length, 11);
     assert.equal(s.server.showSyntaxErrors, false);
     assert.ok(s.problems.some((p) => p.includes('torchtrap.severity') && p.includes('fatal')));
   });

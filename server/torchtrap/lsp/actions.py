@@ -192,35 +192,126 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def fixable(result: LintResult) -> bool:
+def fixable(result: LintResult, *, unsafe: bool | None = None, code: str | None = None) -> bool:
     """Whether Fix All has anything to apply (unsafe fixes only when the
-    config's ``unsafe-fixes`` is on)."""
-    unsafe = result.config.unsafe_fixes
+    config's ``unsafe-fixes`` is on, or ``unsafe``; only ``code``'s fixes
+    when given)."""
+    unsafe = result.config.unsafe_fixes if unsafe is None else unsafe
     return not result.excluded and any(
-        fix.is_safe or unsafe for finding in result.findings for fix in finding.fixes
+        fix.is_safe or unsafe
+        for finding in result.findings
+        if code is None or finding.code == code
+        for fix in finding.fixes
     )
 
 
-def fix_all_edit(result: LintResult, encoding: str, document_changes: bool) -> FixAll:
-    """Every safe fix (and unsafe one, with ``unsafe-fixes``), in one edit
-    (runs in a worker thread; builds edits and re-lints)."""
-    snapshot = result.snapshot
+# "Fix all TT202 in this file" is offered when a rule has this many
+# fixable findings in the file (for one, its own quick fix is the same).
+FIX_CODE_MIN = 2
+
+
+def fix_code_actions(
+    result: LintResult, uri: str, rng: types.Range, *, resolve: bool
+) -> list[types.CodeAction]:
+    """One "Fix all TTxxx in this file" per rule under the cursor that has
+    at least ``FIX_CODE_MIN`` findings with a safe fix (unsafe ones too with
+    ``unsafe-fixes``) in the file; its edit is built on resolve."""
     unsafe = result.config.unsafe_fixes
+    counts: dict[str, int] = {}
+    for finding in result.findings:
+        if any(fix.is_safe or unsafe for fix in finding.fixes):
+            counts[finding.code] = counts.get(finding.code, 0) + 1
+    codes = dict.fromkeys(
+        result.findings[index].code for index, _, _ in findings_on_lines(result, uri, rng)
+    )
+    actions = []
+    for code in codes:
+        if counts.get(code, 0) < FIX_CODE_MIN:
+            continue
+        title = f"TorchTrap: fix all {code} in this file ({counts[code]})"
+        action = types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix)
+        if resolve:
+            action.data = {
+                "key": result.snapshot.key,
+                "version": result.version,
+                "fixAll": True,
+                "code": code,
+            }
+        else:  # the client cannot resolve: the command builds and applies the edit
+            action.command = types.Command(
+                title=title, command="torchtrap.fixAll", arguments=[{"uri": uri, "code": code}]
+            )
+        actions.append(action)
+    return actions
+
+
+class UnsafeFix(NamedTuple):
+    uri: str  # the document (a notebook's cell)
+    version: int | None
+    code: str
+    line: int  # 0-based, in that document
+    fix: int  # index among the finding's fixes
+    title: str
+    message: str
+
+
+def unsafe_fixes(result: LintResult) -> list[UnsafeFix]:
+    """The findings Fix All leaves (they have only unsafe fixes), each with
+    its first fix: for the editor to offer one by one ("review")."""
+    out = []
+    for finding in result.findings:
+        if finding.is_syntax_error or not finding.fixes:
+            continue
+        if any(fix.is_safe for fix in finding.fixes):
+            continue
+        located = result.locate(finding.range)
+        if located is None:
+            continue
+        uri, rng = located
+        fix = finding.fixes[0]
+        out.append(
+            UnsafeFix(
+                uri,
+                result.doc_version(uri),
+                finding.code,
+                rng.start.line - 1,
+                0,
+                fix_title(finding, fix),
+                finding.message,
+            )
+        )
+    return out
+
+
+def fix_all_edit(
+    result: LintResult,
+    encoding: str,
+    document_changes: bool,
+    *,
+    unsafe: bool | None = None,
+    code: str | None = None,
+) -> FixAll:
+    """Every safe fix (and unsafe one, with ``unsafe-fixes`` or ``unsafe``),
+    in one edit (runs in a worker thread; builds edits and re-lints).
+    ``code``: only the fixes of that rule ("Fix all TT202 in this file")."""
+    snapshot = result.snapshot
+    unsafe = result.config.unsafe_fixes if unsafe is None else unsafe
+    config = result.config if code is None else result.config.merged(select=[code])
     if result.excluded:
         return FixAll(None, 0, 0)
-    if not fixable(result):
+    if not fixable(result, unsafe=unsafe, code=code):
         return FixAll(None, 0, _unsafe_only(result.findings))
     per_uri: dict[str, list[types.TextEdit]] = {}
     if snapshot.notebook:
         cells = [d.text for d in snapshot.docs]
-        new_cells, count = fix_cells(cells, snapshot.lint_path, result.config, unsafe=unsafe)
+        new_cells, count = fix_cells(cells, snapshot.lint_path, config, unsafe=unsafe)
         for doc, old, new in zip(snapshot.docs, cells, new_cells, strict=True):
             if old != new:
                 per_uri[doc.uri] = [minimal_edit(old, new, result.lines[doc.uri], encoding)]
         left = lint_cells(new_cells, snapshot.lint_path, result.config).findings
     else:
         doc = snapshot.docs[0]
-        new_text, count = fix_source(doc.text, snapshot.lint_path, result.config, unsafe=unsafe)
+        new_text, count = fix_source(doc.text, snapshot.lint_path, config, unsafe=unsafe)
         if new_text != doc.text:
             per_uri[doc.uri] = [minimal_edit(doc.text, new_text, result.lines[doc.uri], encoding)]
         left = lint(new_text, snapshot.lint_path, result.config)

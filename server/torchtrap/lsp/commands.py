@@ -4,6 +4,7 @@ Code client; see docs/editors.md for the arguments)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import platform
 import sys
 import threading
@@ -31,6 +32,8 @@ DEBUG_INFO = "torchtrap.debugInfo"
 RUN_FILE = "torchtrap.runFile"
 SHOW_RUN_REPORT = "torchtrap.showRunReport"
 RUN_OUTPUT = "torchtrap/runOutput"  # notification: {id, stream, text}
+CHECK_WORKSPACE = "torchtrap.checkWorkspace"
+UNSAFE_FIXES = "torchtrap.unsafeFixes"
 
 
 def failed(message: str) -> JsonRpcException:
@@ -46,6 +49,8 @@ def register_commands(server: TorchTrapServer) -> None:
     server.command(DEBUG_INFO)(debug_info)
     server.command(RUN_FILE)(run_file)
     server.command(SHOW_RUN_REPORT)(show_run_report)
+    server.command(CHECK_WORKSPACE)(check_workspace)
+    server.command(UNSAFE_FIXES)(unsafe_fixes)
 
 
 # -- the probe ----------------------------------------------------------------
@@ -254,23 +259,37 @@ async def _apply(ls: TorchTrapServer, edit: types.WorkspaceEdit, label: str) -> 
 
 
 async def fix_all(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
-    """``[uri]``: apply every safe fix of the document (or notebook), and
-    the unsafe ones too with ``unsafe-fixes`` -> ``{applied, fixes, skipped,
-    message}``: ``fixes`` applied, ``skipped`` findings left with only unsafe
-    fixes, and ``message`` for the user ("Fixed 2 findings (1 unsafe fix
-    skipped)", "Nothing to fix")."""
+    """``[uri]`` or ``[{uri, unsafe?, code?}]``: apply every safe fix of the
+    document (or notebook), and the unsafe ones too with ``unsafe-fixes`` or
+    ``unsafe: true``; only rule ``code``'s fixes when given -> ``{applied,
+    fixes, skipped, message}``: ``fixes`` applied, ``skipped`` findings left
+    with only unsafe fixes, and ``message`` for the user ("Fixed 2 findings
+    (1 unsafe fix skipped)", "Nothing to fix")."""
     uri = args[0] if args else None
+    unsafe: bool | None = None
+    code: str | None = None
     if isinstance(uri, Mapping):
+        unsafe = uri.get("unsafe") if isinstance(uri.get("unsafe"), bool) else None
+        given = uri.get("code")
+        code = given.upper() if isinstance(given, str) and given else None
         uri = uri.get("uri")
     if not isinstance(uri, str):
-        raise failed("torchtrap.fixAll expects [uri]")
+        raise failed("torchtrap.fixAll expects [uri] or [{uri, unsafe?, code?}]")
     key = ls.unit_key(uri)
     result = await ls.current_result(key) if key else None
     if result is None:
         raise failed(f"{uri} is not open in the TorchTrap server")
     loop = asyncio.get_running_loop()
     outcome = await loop.run_in_executor(
-        ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+        ls.lint_pool,
+        functools.partial(
+            actions.fix_all_edit,
+            result,
+            ls.encoding,
+            ls.document_changes,
+            unsafe=unsafe,
+            code=code,
+        ),
     )
     applied = outcome.edit is not None and await _apply(ls, outcome.edit, "TorchTrap: fix all")
     if outcome.edit is not None and not applied:
@@ -283,6 +302,23 @@ async def fix_all(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         "skipped": outcome.skipped,
         "message": outcome._replace(fixed=fixes).message(),
     }
+
+
+async def unsafe_fixes(ls: TorchTrapServer, *args: Any) -> list[dict[str, Any]]:
+    """``[uri]`` -> the findings Fix All leaves because their only fixes are
+    unsafe: ``[{uri, version, code, line, fix, title, message}]`` (``line``
+    0-based; ``[uri, version, code, line, fix]`` are ``torchtrap.applyFix``'s
+    arguments)."""
+    uri = args[0] if args else None
+    if isinstance(uri, Mapping):
+        uri = uri.get("uri")
+    if not isinstance(uri, str):
+        raise failed("torchtrap.unsafeFixes expects [uri]")
+    key = ls.unit_key(uri)
+    result = await ls.current_result(key) if key else None
+    if result is None:
+        raise failed(f"{uri} is not open in the TorchTrap server")
+    return [item._asdict() for item in actions.unsafe_fixes(result)]
 
 
 def _fix_arguments(args: tuple[Any, ...]) -> tuple[str, int | None, str, int, int]:
@@ -329,6 +365,17 @@ async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         raise failed("this fix spans notebook cells and cannot be applied")
     applied = await _apply(ls, edit, actions.fix_title(finding, finding.fixes[fix_index]))
     return {"applied": applied}
+
+
+async def check_workspace(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
+    """``[]``: lint every indexed file of the workspace and publish the
+    findings (in either ``diagnosticMode``; they are then kept current until
+    the mode is switched to ``openFilesOnly``) -> ``{files,
+    filesWithFindings, findings, truncated}``."""
+    try:
+        return await ls.workspace_diags.check()
+    except (TimeoutError, ValueError) as err:
+        raise failed(f"Check Workspace: {err}") from err
 
 
 # -- information ------------------------------------------------------------------

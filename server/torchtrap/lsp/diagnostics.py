@@ -52,7 +52,8 @@ def to_diagnostic(
     if finding.is_syntax_error:
         message = f"TorchTrap cannot parse this code ({finding.message})"
     elif finding.code in confirmed:
-        message += " (confirmed here)"  # by the GPU probe; its evidence: related information
+        # By the probe; its evidence: related information.
+        message += " (confirmed on this machine)"
     related = []
     for loc in finding.related:
         if loc.path is not None:

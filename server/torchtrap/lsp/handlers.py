@@ -5,6 +5,7 @@ module of its own (actions, hover); none analyses code."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Any
@@ -38,6 +39,7 @@ def register(server: TorchTrapServer) -> None:
         ls.init_options_given = params.initialization_options is not None
         ls.workspace_folders = _folders(params, ls.root_path)
         ls.update_settings(params.initialization_options)
+        ls.workspace_diags.mode = ls.settings.diagnostic_mode
         _install_log_forwarding(ls)
 
     @server.feature(types.INITIALIZED)
@@ -106,6 +108,7 @@ def register(server: TorchTrapServer) -> None:
             for key in list(ls.units):
                 ls.publish_empty(key)
         ls.relint_all()
+        ls.workspace_diags.settings_changed()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(
@@ -129,7 +132,8 @@ def register(server: TorchTrapServer) -> None:
         item = params.text_document
         if not is_python(item.uri, item.language_id):
             return
-        ls.docs.open(item)
+        doc = ls.docs.open(item)
+        ls.workspace_diags.opened(doc.path)
         ls.request_lint(item.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -226,6 +230,7 @@ def register(server: TorchTrapServer) -> None:
                 resolve=ls.resolve_support,
                 document_changes=ls.document_changes,
             )
+            out += actions.fix_code_actions(result, uri, params.range, resolve=ls.resolve_support)
         if _wants(only, actions.FIX_ALL_KIND) and actions.fixable(result):
             action = types.CodeAction(
                 title=(
@@ -260,8 +265,12 @@ def register(server: TorchTrapServer) -> None:
             return action  # the document moved on: the client re-requests actions
         loop = asyncio.get_running_loop()
         if data.get("fixAll"):
+            code = data.get("code") if isinstance(data.get("code"), str) else None
             outcome = await loop.run_in_executor(
-                ls.lint_pool, actions.fix_all_edit, result, ls.encoding, ls.document_changes
+                ls.lint_pool,
+                functools.partial(
+                    actions.fix_all_edit, result, ls.encoding, ls.document_changes, code=code
+                ),
             )
             edit = outcome.edit
         else:

@@ -6,7 +6,7 @@ creates the index): imports point one way, type-only ones included."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
@@ -24,7 +24,18 @@ class UnitView(Protocol):
     edited_at: float
 
 
+class WorkspaceView(Protocol):
+    """The workspace-diagnostics publisher, as far as the index drives it."""
+
+    def index_ready(self) -> None: ...
+
+    def files_changed(self, paths: Iterable[str], deleted: Iterable[str] = ()) -> None: ...
+
+
 class IndexHost(Protocol):
+    @property
+    def workspace_diags(self) -> WorkspaceView: ...
+
     @property
     def settings(self) -> Settings: ...
 

@@ -4,19 +4,26 @@ and slow every lint of the open files down.
 
 Plain functions on plain data (no LSP imports, cheap to spawn): which files
 a workspace folder has (the same set and layout ``torchtrap check`` uses),
-and their summaries, read from ``.torchtrap_cache/`` when unchanged.
+and their summaries, read from the index cache when unchanged. The editor's
+cache lives in the editor's storage or the user's cache directory, one per
+workspace folder (``cache_folder``), never in the user's project: opening a
+folder must not add a ``.torchtrap_cache/`` to it (``torchtrap check``
+keeps its own there, see project/cache.py).
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import pickle
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchtrap.config import Config
-from torchtrap.project.cache import CACHE_DIR_NAME, Cache, Entry, entry_key, rules_key
+from torchtrap.project.cache import Cache, Entry, entry_key, rules_key
 from torchtrap.project.summary import ModuleSummary
 
 
@@ -65,8 +72,30 @@ def layout_of(path: str, folder: str) -> Layout | None:
     return Layout(str(root), module_name(path, sources), config)
 
 
-def cache_folder(root: str) -> Path:
-    return Path(os.environ.get("TORCHTRAP_CACHE_DIR") or os.path.join(root, CACHE_DIR_NAME))
+def user_cache_dir() -> Path:
+    """The platform's per-user cache directory, ``torchtrap`` below it."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = home / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
+    return base / "torchtrap"
+
+
+def cache_folder(folder: str, base: str | None = None) -> Path:
+    """The index cache of workspace folder ``folder``: ``$TORCHTRAP_CACHE_DIR``
+    when set (shared with ``check``, as before), else a subfolder named
+    after the folder (its name and a hash of its path) of ``base`` (the
+    editor's storage) or of the user's cache directory."""
+    explicit = os.environ.get("TORCHTRAP_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    path = os.path.abspath(folder)
+    digest = hashlib.blake2b(path.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path))[:40] or "root"
+    return (Path(base) if base else user_cache_dir() / "lsp") / f"{name}-{digest}"
 
 
 # One cache per folder, kept between calls of this (worker) process.
@@ -82,14 +111,14 @@ def _cache(folder: Path) -> Cache:
 
 
 def summarize_files(
-    batch: list[tuple[str, Layout]], cache_root: str | None
+    batch: list[tuple[str, Layout]], cache_dir: str | None
 ) -> list[tuple[str, ModuleSummary | None]]:
     """(path, summary) per file: from the cache when the file is unchanged,
     else parsed (and put in the cache); None for a file that cannot be read
     or parsed."""
     from torchtrap.project.build import summarize_source
 
-    cache = _cache(cache_folder(cache_root)) if cache_root else None
+    cache = _cache(Path(cache_dir)) if cache_dir else None
     rules = rules_key()
     out: list[tuple[str, ModuleSummary | None]] = []
     for path, layout in batch:
@@ -110,12 +139,12 @@ def summarize_files(
     return out
 
 
-def summarize_packed(batch: list[tuple[str, Layout]], cache_root: str | None) -> bytes:
+def summarize_packed(batch: list[tuple[str, Layout]], cache_dir: str | None) -> bytes:
     """``summarize_files``, pickled here: the server receives plain bytes
     while it builds (no objects for its collector to scan in the middle of
     an open file's lint) and unpacks them all at once when the index is
     ready (see ``unpack``)."""
-    return pickle.dumps(summarize_files(batch, cache_root), pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(summarize_files(batch, cache_dir), pickle.HIGHEST_PROTOCOL)
 
 
 def unpack(blobs: list[bytes]) -> list[tuple[str, ModuleSummary | None]]:

@@ -3,9 +3,10 @@ current, so that rules see other files (``ctx.project``) as in ``check``.
 
 - At start the workspace folders are indexed in a separate process (a
   thread would hold the GIL and slow down the lints of open files), with
-  ``$/progress`` "Indexing N files"; ``.torchtrap_cache/`` entries of
-  unchanged files are reused. Until it is ready, open files are linted
-  alone; then all of them are linted again with the project.
+  ``$/progress`` "Indexing N files"; cached summaries of unchanged files
+  are reused (the cache lives in the editor's storage, see
+  index_worker.py). Until it is ready, open files are linted alone; then
+  all of them are linted again with the project.
 - An open document's summary comes from its own lint (the editor's text,
   the same parse); a syntax error keeps its last good summary. Files
   changed outside the editor (``workspace/didChangeWatchedFiles``) and
@@ -124,19 +125,21 @@ class ProjectIndex:
             executor: Any = pool or self.ls.lint_pool
             layouts, warnings = await loop.run_in_executor(executor, index_worker.discover, folders)
             await progress.begin(f"Indexing {len(layouts):,} files")
-            # Each workspace folder keeps its own .torchtrap_cache/, the one
-            # `torchtrap check` run in that folder uses.
+            # Each workspace folder keeps its own cache, in the editor's
+            # storage (or the user's cache directory), not in the folder.
             groups: dict[str, list[str]] = {}
             for path in sorted(layouts):
                 groups.setdefault(_folder_of(path, folders), []).append(path)
+            base = self.ls.settings.cache_directory
+            caches = {f: str(index_worker.cache_folder(f, base)) for f in groups}
             batches = [
-                (folder, [(p, layouts[p]) for p in paths[i : i + BATCH]])
+                (caches[folder], [(p, layouts[p]) for p in paths[i : i + BATCH]])
                 for folder, paths in groups.items()
                 for i in range(0, len(paths), BATCH)
             ]
             futures = [
-                loop.run_in_executor(executor, index_worker.summarize_packed, batch, folder)
-                for folder, batch in batches
+                loop.run_in_executor(executor, index_worker.summarize_packed, batch, cache)
+                for cache, batch in batches
             ]
             blobs: list[bytes] = []
             done = 0
@@ -185,6 +188,7 @@ class ProjectIndex:
         first = not self.ready
         self.ready = True
         progress.end(f"Indexed {len(results):,} files")
+        self.ls.workspace_diags.index_ready()
         changed = {
             root
             for root in self.summaries.keys() | old.keys()
@@ -351,6 +355,7 @@ class ProjectIndex:
 
         open_paths = {os.path.abspath(d.path) for d in self.ls.docs if d.path}
         todo: list[tuple[str, Layout]] = []
+        deleted: list[str] = []
         for change in changes:
             path = to_fs_path(change.uri) if change.uri.startswith("file:") else None
             if not path or not path.endswith((".py", ".pyi")):
@@ -360,12 +365,14 @@ class ProjectIndex:
                 continue  # the editor's text wins over the disk's
             if change.type == types.FileChangeType.Deleted:
                 self.update(path, None)
+                deleted.append(path)
                 continue
             layout = self.layouts.get(path) or self._new_layout(path)
             if layout is not None:
                 todo.append((path, layout))
         if todo:
             self._spawn(self._resummarize(todo))
+        self.ls.workspace_diags.files_changed([p for p, _ in todo], deleted)
 
     def closed(self, path: str | None) -> None:
         """An open document was closed: the disk's text counts again."""

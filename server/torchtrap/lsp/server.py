@@ -43,6 +43,7 @@ from torchtrap.lsp.project_index import ProjectIndex
 from torchtrap.lsp.run_results import RunResults
 from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
 from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
+from torchtrap.lsp.workspace_diagnostics import WorkspaceDiagnostics
 
 log = logging.getLogger("torchtrap.lsp")
 
@@ -211,6 +212,7 @@ class TorchTrapServer(LanguageServer):
         self._lints_since_gc = 0
         self.init_options_given = False
         self.index = ProjectIndex(self)
+        self.workspace_diags = WorkspaceDiagnostics(self)
 
     # -- capabilities ------------------------------------------------------
     def supports(self, dotted: str) -> bool:

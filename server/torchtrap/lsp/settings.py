@@ -36,6 +36,7 @@ DEFAULT_DOCS_BASE_URL = RULE_DOCS_URL
 # docs/benchmarks.md. 0: no limit.
 DEFAULT_MAX_FILE_SIZE = 1_000_000
 NOTIFICATION_LEVELS = ("off", "onError", "onWarning", "always")
+DIAGNOSTIC_MODES = ("openFilesOnly", "workspace")  # Pylance's names
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class Settings:
     # TT000 in the editor (as ruff's showSyntaxErrors, but off: while typing,
     # the editor's Python support reports them already). The CLI always does.
     show_syntax_errors: bool = False
+    # "workspace": the indexed files' findings are published too, not only
+    # the open files' (see workspace_diagnostics.py).
+    diagnostic_mode: str = "openFilesOnly"
+    # Where the project index keeps its cache (the editor's storage); None:
+    # the user's cache directory. Never the workspace folder.
+    cache_directory: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -107,6 +114,8 @@ class Settings:
             "unsafeFixes": self.unsafe_fixes,
             "maxFileSize": self.max_file_size,
             "showSyntaxErrors": self.show_syntax_errors,
+            "diagnosticMode": self.diagnostic_mode,
+            "cacheDirectory": self.cache_directory,
         }
 
 
@@ -188,6 +197,14 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
             values["max_file_size"] = int(size)
         elif size is not None:
             problems.append("torchtrap.maxFileSize must be a number of bytes (0: no limit)")
+    if "diagnosticMode" in raw and raw["diagnosticMode"] is not None:
+        if raw["diagnosticMode"] in DIAGNOSTIC_MODES:
+            values["diagnostic_mode"] = raw["diagnosticMode"]
+        else:
+            problems.append("torchtrap.diagnosticMode must be openFilesOnly or workspace")
+    cache = raw.get("cacheDirectory")
+    if isinstance(cache, str) and cache.strip():
+        values["cache_directory"] = cache.strip()
     docs = raw.get("docsBaseUrl")
     if isinstance(docs, str) and docs.strip():
         values["docs_base_url"] = docs.strip()

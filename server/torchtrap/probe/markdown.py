@@ -66,6 +66,46 @@ def _experiment_words(exp: Mapping[str, Any]) -> str:
     return _words(str(exp.get("verdict", "")), table)
 
 
+def _result_cell(exp: Mapping[str, Any]) -> str:
+    """An experiment's result in the table: one verdict per rule it tests
+    ("TT101 **confirmed**, TT102 not reproduced"), never one verdict for
+    all of them; a check of the machine says "fine" or "problem found"."""
+    rules = exp.get("rules") or {}
+    verdict = str(exp.get("verdict", ""))
+    if not rules or verdict not in (CONFIRMED, NOT_REPRODUCED):
+        return _experiment_words(exp)
+    return ", ".join(
+        f"{_cell(code)} {_words(str(v), EXPERIMENT_WORDS)}" for code, v in rules.items()
+    )
+
+
+def _ran(exp: Mapping[str, Any]) -> str:
+    """How an experiment went, above its per-rule lines: an experiment that
+    tests rules has a verdict per rule, not one of its own."""
+    if exp.get("rules") and exp.get("verdict") in (CONFIRMED, NOT_REPRODUCED):
+        return "Ran"
+    return _experiment_words(exp)
+
+
+def _gpu_skipped(doc: Mapping[str, Any]) -> str | None:
+    """One line when the GPU experiments were skipped for want of CUDA."""
+    from torchtrap.probe.catalog import EXPERIMENTS
+
+    gpu = {e.id for e in EXPERIMENTS if e.needs_cuda}
+    skipped = [
+        str(e.get("id"))
+        for e in doc.get("experiments", [])
+        if e.get("id") in gpu
+        and e.get("verdict") == SKIPPED
+        and str(e.get("summary", "")).startswith("needs CUDA")
+    ]
+    if not skipped:
+        return None
+    note = _line(doc.get("interpreter", {}).get("cuda_note") or "no CUDA device")
+    names = ", ".join(f"`{name}`" for name in skipped)
+    return f"GPU experiments skipped: this interpreter has no CUDA ({note}): {names}."
+
+
 def _pretty(value: Any, depth: int = 0) -> str:
     """JSON with nested objects indented but lists of plain values on one line."""
     pad = "  " * depth
@@ -123,11 +163,12 @@ def render_markdown(report: ProbeReport | Mapping[str, Any]) -> str:
     if sentences:
         lines += [f"- {sentence}" for sentence in sentences] + [""]
     lines += [*_machine(doc, environment), ""]
+    if (gpu := _gpu_skipped(doc)) is not None:
+        lines += [gpu, ""]
     if checks:
-        lines += ["| Experiment | Result | Rules |", "|---|---|---|"]
+        lines += ["| Experiment | Result |", "|---|---|"]
         for exp in checks:
-            rules = ", ".join(exp.get("rules", {})) or "–"
-            lines.append(f"| `{exp.get('id')}` | {_experiment_words(exp)} | {_cell(rules)} |")
+            lines.append(f"| `{exp.get('id')}` | {_result_cell(exp)} |")
         lines += ["", _LEGEND, ""]
 
     lines += ["## Details", ""]
@@ -136,8 +177,7 @@ def render_markdown(report: ProbeReport | Mapping[str, Any]) -> str:
             f"### `{exp.get('id')}`",
             "",
             f"{exp.get('title')}.  ",
-            f"{_experiment_words(exp)} in {_seconds(exp.get('duration_s'))}:"
-            f" {_line(exp.get('summary'))}",
+            f"{_ran(exp)} in {_seconds(exp.get('duration_s'))}: {_line(exp.get('summary'))}",
             "",
         ]
         for code, note in exp.get("rule_evidence", {}).items():
