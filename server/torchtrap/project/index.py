@@ -39,6 +39,7 @@ from typing import TypeVar
 
 from torchtrap.facts.classes import MODULE_BASES
 from torchtrap.project.summary import (
+    UNTRACKED,
     ArgFact,
     CallSite,
     ClassFact,
@@ -479,6 +480,10 @@ class Project:
         ``keyword`` at every call site in the project."""
         out: list[ProjectArg] = []
         for path, site in self._sites_by_callee.get(func_ref, ()):
+            if not site.args:  # a caller passing nothing tracked
+                unknown = ArgFact(index, keyword, UNTRACKED, "", site.span)
+                out.append(ProjectArg(path, site, unknown))
+                continue
             for arg in site.args:
                 if (index is not None and arg.index == index) or (
                     keyword is not None and arg.keyword == keyword

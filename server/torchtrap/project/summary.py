@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 # 2: ModuleSummary.pins_fork, ClassFact.train_layers; a module without a
 # name refers to its own definitions by its key (module_key), not bare
 # 3: returns and forward outputs follow a local name (`out = self.net(x); return out`);
-# call sites keep their untracked arguments as "unknown" where results are kept;
+# where results are kept, one call site per callee passing nothing tracked (args ());
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
 SUMMARY_VERSION = 4
@@ -167,8 +168,8 @@ class ArgFact:
     one), "dataloader:collate" (one with a collate_fn or **kwargs),
     "sigmoid"/"softmax" (visibly one), "call:<ref>" (the result of calling
     a project-looking name: ``loss(model(x), y)``; kept only in modules
-    that mention sigmoid, softmax or loss), "unknown" (any other argument,
-    in those modules: the call site's other callers' view; ``text`` empty)."""
+    that mention sigmoid, softmax or loss), "unknown" (made by
+    :meth:`Project.call_site_args` for a :class:`CallSite` without args)."""
 
     index: int | None
     keyword: str | None
@@ -180,7 +181,9 @@ class ArgFact:
 @dataclass(frozen=True)
 class CallSite:
     """A call of ``callee`` (an absolute reference) that passes at least one
-    argument a summary tracks (see :class:`ArgFact`)."""
+    argument a summary tracks (see :class:`ArgFact`); ``args`` empty: a call
+    that passes arguments none of which is tracked (kept once per callee and
+    module, in modules that keep results: a caller that may disagree)."""
 
     callee: str
     span: Span
@@ -494,41 +497,34 @@ class _Summarizer:
         }
         names = {fact.bound_to: fact for fact in self.s.dataloaders if fact.bound_to}
         sites: list[CallSite] = []
+        untracked: set[str] = set()
         for call in facts.index.of(ast.Call):
             if id(call) in loaders:
                 continue
             args: list[ArgFact] = []
-            untracked: list[ArgFact] = []
             for i, arg in enumerate(call.args):
                 kind = self._arg_kind(arg, names, loaders, imports, results)
                 if kind:
                     args.append(ArgFact(i, None, kind, ast.unparse(arg), self.span(arg)))
-                elif results and not isinstance(arg, ast.Starred):
-                    untracked.append(ArgFact(i, None, UNTRACKED, "", _def_span(arg)))
             for kw in call.keywords:
                 kind = (
                     self._arg_kind(kw.value, names, loaders, imports, results) if kw.arg else None
                 )
                 if kind:
                     args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
-                elif results and kw.arg:
-                    untracked.append(ArgFact(None, kw.arg, UNTRACKED, "", _def_span(kw.value)))
-            if not args and not untracked:
+            if not args and not (results and (call.args or call.keywords)):
                 continue
             callee = self.ref(call.func)
-            if callee is None or (not args and callee.startswith(_FOREIGN)):
+            if callee is None:
                 continue
-            # With ``results``, the other arguments too: a parameter's callers
-            # may disagree (one passes a sigmoid, another an unknown value).
-            sites.append(
-                CallSite(
-                    callee,
-                    self.span(call),
-                    tuple(
-                        sorted([*args, *untracked], key=lambda a: (a.index is None, a.index or 0))
-                    ),
-                )
-            )
+            if args:
+                sites.append(CallSite(callee, self.span(call), tuple(args)))
+            elif callee not in untracked and _maybe_project(callee):
+                # A caller that passes nothing tracked (once per callee): a
+                # parameter's callers may disagree (one passes a sigmoid, this
+                # one an unknown value).
+                untracked.add(callee)
+                sites.append(CallSite(callee, _def_span(call), ()))
         self.s.call_sites = tuple(sites)
 
     def _arg_kind(
@@ -558,6 +554,12 @@ class _Summarizer:
         if ref is not None and not ref.startswith(_FOREIGN):
             return f"call:{ref}"
         return None
+
+
+def _maybe_project(ref: str) -> bool:
+    """Not torch, numpy, the standard library...: a name the project may define."""
+    head = ref.partition(".")[0]
+    return not ref.startswith(_FOREIGN) and head not in sys.stdlib_module_names
 
 
 def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
