@@ -93,7 +93,7 @@ class TrainModeNotRestored(Rule):
         self.models = ModelFacts(loops.tensors)
         seen: set[int] = set()
         for loop in loops.loops():
-            if loops.in_framework(loop):
+            if not loops.may_backpropagate(loop) or loops.in_framework(loop):
                 continue
             events = loops.iteration(loop)
             if not any(e.kind == EVAL for e in events) or not any(
