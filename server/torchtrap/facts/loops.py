@@ -24,6 +24,7 @@ silent when such a call may do what it looks for.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -152,9 +153,11 @@ class LoopFacts:
     """Per-module cache (``ModuleFacts.loops``), shared by the loop rules."""
 
     def __init__(self, facts: ModuleFacts) -> None:
-        self.facts = facts
+        # ModuleFacts holds this object (``facts.loops``): a weak link back,
+        # so that a lint leaves no cycle for the garbage collector.
+        self.facts: ModuleFacts = weakref.proxy(facts)
         self.imports = facts.imports
-        self.tensors = TensorFacts(facts)
+        self.tensors = TensorFacts(self.facts)
         self._iterations: dict[int, list[Event]] = {}
         self._functions: dict[str, Function] | None = None
         self._loader_facts: Loaders | None = None
