@@ -107,8 +107,11 @@ class SamplerWithoutSetEpoch(Rule):
         loops = self.ctx.values.loops
         calls = self.ctx.facts.calls_by_name.get("set_epoch", [])
         seen: set[int] = set()
+        by_name = self.ctx.facts.calls_by_name
+        if not by_name.get("DistributedSampler"):
+            return  # no sampler built here (a mention in a string, a type, an import)
         for loop in loops.loops():
-            if loops.in_framework(loop):
+            if not loops.may_iterate(loop) or loops.in_framework(loop):
                 continue
             events = loops.iteration(loop)
             if any(e.kind == SET_EPOCH for e in events):

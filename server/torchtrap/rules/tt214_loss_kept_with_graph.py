@@ -138,6 +138,8 @@ class LossKeptWithGraph(Rule):
         if not enclosing:
             return None
         loop = enclosing[0]
+        if not loops.may_backpropagate(loop):
+            return None
         if loops.in_framework(loop) or grad_off_context(acc.node, self.ctx.facts.imports):
             return None
         root = _root(acc.target)
@@ -509,6 +511,12 @@ def _root(target: ast.expr) -> str | None:
 def _bound_in(loop: Loop, name: str, accumulation: ast.AST) -> bool:
     """Is ``name`` (re)bound inside the loop's body (other than by the
     accumulation itself), so that it starts afresh in each iteration?"""
+    if not any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for stmt in loop.body
+        for n in (stmt, *walk_scope(stmt))
+    ):
+        return False
     for stmt in loop.body:
         for node in (stmt, *walk_scope(stmt)):
             if node is accumulation:

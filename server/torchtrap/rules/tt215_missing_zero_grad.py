@@ -83,7 +83,7 @@ class MissingZeroGrad(Rule):
         loops = self.ctx.values.loops
         seen: set[int] = set()
         for loop in loops.loops():
-            if loops.in_framework(loop):
+            if not loops.may_backpropagate(loop) or loops.in_framework(loop):
                 continue
             events = loops.iteration(loop)
             if not any(e.kind == BACKWARD for e in events):

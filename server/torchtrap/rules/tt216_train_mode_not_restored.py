@@ -83,16 +83,17 @@ class TrainModeNotRestored(Rule):
     fact = (
         "torch 2.13: Dropout(0.5) zeroed 50% of activations in epoch 1's training, 0% in epoch 2's"
     )
-    requires_text = ("eval", "train(False)")
+    # A training step needs a backward; "eval" alone is in most files.
+    requires_text = ("backward",)
 
     def check(self) -> Iterable[Finding]:
-        if "backward" not in self.ctx.text:
+        if "eval" not in self.ctx.text and "train(False)" not in self.ctx.text:
             return
         loops = self.ctx.values.loops
         self.models = self.ctx.values.models
         seen: set[int] = set()
         for loop in loops.loops():
-            if loops.in_framework(loop):
+            if not loops.may_backpropagate(loop) or loops.in_framework(loop):
                 continue
             events = loops.iteration(loop)
             if not any(e.kind == EVAL for e in events) or not any(

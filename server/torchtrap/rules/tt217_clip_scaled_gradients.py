@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.index import enclosing_statement
+from torchtrap.facts.index import enclosing_function, enclosing_statement
 from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import edits
@@ -80,16 +80,22 @@ class ClipScaledGradients(Rule):
 
     def check(self) -> Iterable[Finding]:
         loops = self.ctx.values.loops
-        index = self.ctx.facts.index
-        scopes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Module] = [
-            *index.of(ast.FunctionDef),
-            *index.of(ast.AsyncFunctionDef),
-            self.ctx.tree,
-        ]
+        # Only scopes that call `X.scale(...).backward()` themselves: the
+        # clip and the step may sit in helpers they call.
+        scopes: dict[int, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module] = {}
+        for call in self.ctx.facts.calls_by_name.get("backward", ()):
+            value = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "scale"
+            ):
+                scope = enclosing_function(call) or self.ctx.tree
+                scopes[id(scope)] = scope
         # One finding per clip, from the scope that runs it most directly
         # (there the fix can name the scaler and the optimizer).
         best: dict[int, tuple[int, Finding]] = {}
-        for scope in scopes:
+        for scope in scopes.values():
             events = loops.function_events(scope)
             if not any(e.kind == CLIP for e in events):
                 continue

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -160,6 +160,8 @@ class LoopFacts:
         self._values = weakref.ref(values)
         self._iterations: dict[int, list[Event]] = {}
         self._functions: dict[str, Function] | None = None
+        self._backward_marks: set[int] | None = None
+        self._for_marks: set[int] | None = None
         self._autograd_facts: AutogradFacts | None = None
 
     # -- loops --------------------------------------------------------------------
@@ -186,6 +188,47 @@ class LoopFacts:
             walker.body(function.body, _Frame(None))
             self._iterations[key] = walker.events
         return self._iterations[key]
+
+    def may_backpropagate(self, node: ast.AST) -> bool:
+        """A cheap test before :meth:`iteration`: does ``node`` contain a
+        backward call, or a call of a helper that (transitively) does?"""
+        if self._backward_marks is None:
+            seeds = [
+                c
+                for name in ("backward", "manual_backward")
+                for c in self.facts.calls_by_name.get(name, ())
+            ]
+            self._backward_marks = self._marks(seeds)
+        return id(node) in self._backward_marks
+
+    def may_iterate(self, node: ast.AST) -> bool:
+        """Does ``node``'s body (or a helper it calls) hold a ``for`` loop?"""
+        if self._for_marks is None:
+            index = self.facts.index
+            self._for_marks = self._marks([*index.of(ast.For), *index.of(ast.AsyncFor)])
+        return id(node) in self._for_marks
+
+    def _marks(self, seeds: Sequence[ast.AST]) -> set[int]:
+        """Every loop and function around a seed, and around every call of a
+        function so marked (by name: a superset, it is only a filter)."""
+        marked: set[int] = set()
+        functions: list[ast.AST] = []
+        todo = list(seeds)
+        by_name = self.facts.calls_by_name
+        while todo or functions:
+            while todo:
+                node = todo.pop()
+                for anc in ancestors(node):
+                    if id(anc) in marked:
+                        break
+                    if isinstance(anc, (*LOOP_TYPES, ast.FunctionDef, ast.AsyncFunctionDef)):
+                        marked.add(id(anc))
+                        if not isinstance(anc, LOOP_TYPES):
+                            functions.append(anc)
+            while functions:
+                function = functions.pop()
+                todo.extend(by_name.get(function.name, ()))  # type: ignore[attr-defined]
+        return marked
 
     def enclosing_loops(self, node: ast.AST) -> list[Loop]:
         """Loops around ``node`` in its own function, innermost first."""
@@ -734,19 +777,15 @@ def _ref(expr: ast.expr, frame: _Frame) -> Ref:
 
 
 def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
-    """Calls in a statement or expression, not in nested functions,
-    lambdas or comprehension-free closures."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Call):
-            yield current
-        for child in ast.iter_child_nodes(current):
-            if isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(child, ast.stmt) and current is not node:
-                continue
-            stack.append(child)
+    """Calls in a simple statement or a header expression, not in lambdas or
+    nested functions (they run later)."""
+    from torchtrap.facts.index import walk_scope
+
+    if isinstance(node, ast.Call):
+        yield node
+    for sub in walk_scope(node):
+        if isinstance(sub, ast.Call):
+            yield sub
 
 
 def _iterated(expr: ast.expr, facts: LoopFacts) -> ast.expr:
