@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 from . import events
 
-SAMPLED_PARAMS = 8  # TT215 looks at a few gradients: all of them move together
+SAMPLED_PARAMS = 2  # TT215 looks at a few gradients: all of them move together
 
 
 class StopRun(SystemExit):
@@ -43,9 +43,10 @@ _STOCHASTIC_TYPES: tuple = ()
 
 
 def install(torch: Any, stop_after: int) -> None:
-    global _STOCHASTIC_TYPES
+    global _STOCHASTIC_TYPES, _GRAD_ENABLED
     from torch import nn
 
+    _GRAD_ENABLED = torch.is_grad_enabled
     STATE.stop_after = stop_after
     _STOCHASTIC_TYPES = tuple(
         t
@@ -81,11 +82,12 @@ def _stochastic(module: Any) -> bool:
     return value
 
 
-def _forward_pre_hook(module: Any, args: Any) -> None:
-    import torch
+_GRAD_ENABLED: Any = None  # torch.is_grad_enabled, bound at install: called on every module call
 
+
+def _forward_pre_hook(module: Any, args: Any) -> None:
     try:
-        if torch.is_grad_enabled():
+        if _GRAD_ENABLED():
             STATE.called[id(module)] = module
             if (
                 not module.training
