@@ -33,22 +33,11 @@ MEMORY_GROWTH_BYTES = 16 * MIB
 DUPLICATE_SHARE = 0.5
 MIN_ITEMS = 4
 
-# Rules whose files land in parallel (issue 19): their names are fixed.
-_NAMES = {
-    "TT108": ("sampler-without-set-epoch", Severity.WARNING),
-    "TT215": ("missing-zero-grad", Severity.WARNING),
-    "TT216": ("train-mode-not-restored", Severity.WARNING),
-    "TT217": ("clip-scaled-gradients", Severity.WARNING),
-}
-
-
 def _rule(code: str) -> tuple[str, Severity]:
     from torchtrap.rules import RULES_BY_CODE
 
-    rule = RULES_BY_CODE.get(code)
-    if rule is not None:
-        return rule.name, rule.default_severity
-    return _NAMES.get(code, (code.lower(), Severity.WARNING))
+    rule = RULES_BY_CODE[code]  # every run check confirms a registered rule
+    return rule.name, rule.default_severity
 
 
 @dataclass
