@@ -8,43 +8,13 @@ it prints `RESULT: ok`, and the copy re-lints clean for its rule.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from torchtrap.engine import lint
-from torchtrap.rules import get_rule
+from tests import examples_harness as ex
 
 pytest.importorskip("torch")
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-SERVER = ROOT / "server"
-
-
-def _run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(SERVER), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
-    return subprocess.run(
-        [sys.executable, *args, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=path.parent,
-    )
-
-
-def _output(path: Path) -> str:
-    proc = _run(path)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _result(output: str) -> str:
-    return output.strip().splitlines()[-1]
 
 
 CASES = [
@@ -87,45 +57,29 @@ CASES = [
 def test_example_bug_then_fixed(
     tmp_path: Path, example: str, code: str, flags: tuple[str, ...], before: str, after: str
 ) -> None:
-    source = EXAMPLES / example
-    output = _output(source)
-    assert _result(output) == "RESULT: bug", output
-    rule = get_rule(code)
-    assert rule is not None
-    assert [f.code for f in lint(source.read_text(), str(source), rules=[rule])] == [code]
-    assert before in source.read_text().splitlines()
-
-    copy = tmp_path / example
-    shutil.copy(source, copy)
-    proc = _run(copy, "-m", "torchtrap", "check", "--fix", "--exit-zero", *flags)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    fixed = copy.read_text()
-    assert after in fixed.splitlines(), fixed
-    assert lint(fixed, str(copy), rules=[rule]) == []
-    output = _output(copy)
-    assert _result(output) == "RESULT: ok", output
+    ex.check_bug_then_fixed(tmp_path, example, code, flags, after, before)
 
 
 def test_tt203_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt203_data_attribute.py")
+    output = ex.output(ex.EXAMPLES / "tt203_data_attribute.py")
     assert "gradient of the recorded graph: [0.149, 0.298]" in output
     assert "gradient after the change through .data: [0.0, 0.0]" in output
 
 
 def test_tt204_example_error_text() -> None:
-    output = _output(EXAMPLES / "tt204_hook_in_forward.py")
+    output = ex.output(ex.EXAMPLES / "tt204_hook_in_forward.py")
     assert (
         "RuntimeError: cannot register a hook on a tensor that doesn't require gradient" in output
     )
 
 
 def test_tt206_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt206_plain_tensor_attribute.py")
+    output = ex.output(ex.EXAMPLES / "tt206_plain_tensor_attribute.py")
     assert "state_dict keys: ['fc.bias', 'fc.weight']" in output
     assert "after .double(): fc.weight torch.float64, proj torch.float32" in output
 
 
 def test_tt207_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt207_missing_eval.py")
+    output = ex.output(ex.EXAMPLES / "tt207_missing_eval.py")
     assert "largest difference between two evaluations: 0.0000" not in output
     assert "predictions that changed: 0 of" not in output

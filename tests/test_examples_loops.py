@@ -9,43 +9,13 @@ it prints `RESULT: ok`, and the copy re-lints clean for its rule.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from torchtrap.engine import lint
-from torchtrap.rules import get_rule
+from tests import examples_harness as ex
 
 pytest.importorskip("torch")
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-SERVER = ROOT / "server"
-
-
-def _run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(SERVER), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
-    return subprocess.run(
-        [sys.executable, *args, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=path.parent,
-    )
-
-
-def _output(path: Path) -> str:
-    proc = _run(path)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _result(output: str) -> str:
-    return output.strip().splitlines()[-1]
 
 
 CASES = [
@@ -91,23 +61,7 @@ CASES = [
 def test_example_bug_then_fixed(
     tmp_path: Path, example: str, code: str, flags: tuple[str, ...], after: str
 ) -> None:
-    source = EXAMPLES / example
-    output = _output(source)
-    assert _result(output) == "RESULT: bug", output
-    rule = get_rule(code)
-    assert rule is not None
-    assert [f.code for f in lint(source.read_text(), str(source), rules=[rule])] == [code]
-    assert after not in source.read_text().splitlines()
-
-    copy = tmp_path / example
-    shutil.copy(source, copy)
-    proc = _run(copy, "-m", "torchtrap", "check", "--fix", "--exit-zero", *flags)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    fixed = copy.read_text()
-    assert after in fixed.splitlines(), fixed
-    assert lint(fixed, str(copy), rules=[rule]) == []
-    output = _output(copy)
-    assert _result(output) == "RESULT: ok", output
+    ex.check_bug_then_fixed(tmp_path, example, code, flags, after)
 
 
 def _number(pattern: str, output: str) -> float:
@@ -117,7 +71,7 @@ def _number(pattern: str, output: str) -> float:
 
 
 def test_tt217_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt217_clip_scaled_gradients.py")
+    output = ex.output(ex.EXAMPLES / "tt217_clip_scaled_gradients.py")
     seen = _number(r"seen by clip_grad_norm_: ([\d,.]+)", output)
     used = _number(r"the optimizer used \(max_norm=1.0\): ([\d.e+-]+)", output)
     # The clip sees the norm times the initial scale, 65,536, and leaves the
@@ -127,25 +81,25 @@ def test_tt217_example_numbers() -> None:
 
 
 def test_tt215_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt215_missing_zero_grad.py")
+    output = ex.output(ex.EXAMPLES / "tt215_missing_zero_grad.py")
     assert "relative to the first: 1.00, 2.00, 3.00" in output
 
 
 def test_tt214_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt214_loss_kept_with_graph.py")
+    output = ex.output(ex.EXAMPLES / "tt214_loss_kept_with_graph.py")
     # Each step's loss graph (7 nodes for this MLP's loss) stays reachable.
     assert _number(r"kept alive by total_loss after 2000 steps: (\d+)", output) >= 2000 * 4
     assert _number(r"memory growth over the last 1800 steps: ([\d.]+) MB", output) > 3
 
 
 def test_tt216_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt216_train_mode_not_restored.py")
+    output = ex.output(ex.EXAMPLES / "tt216_train_mode_not_restored.py")
     assert "epoch 1: Dropout(0.5) zeroed 50% of activations in training" in output
     assert "epoch 2: Dropout(0.5) zeroed 0% of activations in training" in output
 
 
 def test_tt108_example_numbers() -> None:
-    output = _output(EXAMPLES / "tt108_sampler_without_set_epoch.py")
+    output = ex.output(ex.EXAMPLES / "tt108_sampler_without_set_epoch.py")
     for epoch in range(3):
         assert f"epoch {epoch}: [12, 9, 11, 13, 2, 15, 4, 7]" in output
     assert "distinct orders in 3 epochs: 1" in output

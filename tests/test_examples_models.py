@@ -9,48 +9,22 @@ it prints `RESULT: ok`, and the copy re-lints clean for its rule.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from torchtrap.engine import lint
-from torchtrap.rules import get_rule
+from tests import examples_harness as ex
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-SERVER = ROOT / "server"
-
-
-def _run(path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(SERVER), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
-    return subprocess.run(
-        [sys.executable, *args, str(path)] if args else [sys.executable, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=path.parent,
-    )
-
 
 def _output(path: Path) -> tuple[str, str]:
-    proc = _run(path)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().splitlines()[-1], proc.stdout
+    text = ex.output(path)
+    return ex.result(text), text
 
 
 def _fixed_copy(tmp_path: Path, example: str, *, unsafe: bool) -> Path:
-    copy = tmp_path / example
-    shutil.copy(EXAMPLES / example, copy)
-    args = ["-m", "torchtrap", "check", "--fix", "--exit-zero"]
-    proc = _run(copy, *args, *(["--unsafe-fixes"] if unsafe else []))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return copy
+    return ex.fixed_copy(tmp_path, example, *(["--unsafe-fixes"] if unsafe else []))
 
 
 EXAMPLES_TABLE = [
@@ -93,26 +67,14 @@ EXAMPLES_TABLE = [
 def test_example_bug_then_fixed(
     tmp_path: Path, example: str, code: str, unsafe: bool, before: str, after: str
 ) -> None:
-    source = EXAMPLES / example
-    result, output = _output(source)
-    assert result == "RESULT: bug", output
-    rule = get_rule(code)
-    assert rule is not None
-    assert [f.code for f in lint(source.read_text(), str(source), rules=[rule])] == [code]
-
-    copy = _fixed_copy(tmp_path, example, unsafe=unsafe)
-    fixed = copy.read_text()
-    assert before in source.read_text().splitlines()
-    assert after in fixed.splitlines(), fixed
-    assert lint(fixed, str(copy), rules=[rule]) == []
-    result, output = _output(copy)
-    assert result == "RESULT: ok", output
+    flags = ("--unsafe-fixes",) if unsafe else ()
+    ex.check_bug_then_fixed(tmp_path, example, code, flags, after, before)
 
 
 def test_tt219_marker_written_then_refused(tmp_path: Path) -> None:
     """The payload runs on load as written; after the fix the load refuses
     it, nothing is written, and a plain state_dict still loads."""
-    _, before = _output(EXAMPLES / "tt219_unsafe_torch_load.py")
+    _, before = _output(ex.EXAMPLES / "tt219_unsafe_torch_load.py")
     assert "marker file written by the checkpoint: True" in before
     assert "marker says: code ran on load" in before
     _, after = _output(_fixed_copy(tmp_path, "tt219_unsafe_torch_load.py", unsafe=True))
@@ -122,7 +84,7 @@ def test_tt219_marker_written_then_refused(tmp_path: Path) -> None:
 
 
 def test_tt212_two_eval_passes_differ_then_agree(tmp_path: Path) -> None:
-    _, before = _output(EXAMPLES / "tt212_functional_dropout.py")
+    _, before = _output(ex.EXAMPLES / "tt212_functional_dropout.py")
     assert "predictions that changed: 15 of 32" in before
     assert "largest difference between two eval-mode passes: 0.0000" not in before
     _, after = _output(_fixed_copy(tmp_path, "tt212_functional_dropout.py", unsafe=False))
@@ -131,7 +93,7 @@ def test_tt212_two_eval_passes_differ_then_agree(tmp_path: Path) -> None:
 
 
 def test_tt218_optimizer_state_dict_and_dtype(tmp_path: Path) -> None:
-    _, before = _output(EXAMPLES / "tt218_layers_in_a_list.py")
+    _, before = _output(ex.EXAMPLES / "tt218_layers_in_a_list.py")
     assert "parameter tensors the optimizer trains: 2 of 8" in before
     assert "first block changed by a training step: False" in before
     assert "state_dict keys: 2 of 8" in before
@@ -144,7 +106,7 @@ def test_tt218_optimizer_state_dict_and_dtype(tmp_path: Path) -> None:
 
 
 def test_tt213_loss_barely_moves_then_falls(tmp_path: Path) -> None:
-    _, before = _output(EXAMPLES / "tt213_softmax_into_cross_entropy.py")
+    _, before = _output(ex.EXAMPLES / "tt213_softmax_into_cross_entropy.py")
     assert "training loss: 1.05 -> 0.56 after 300 steps" in before
     assert "first gradient norm: 0.398" in before
     fixed = _fixed_copy(tmp_path, "tt213_softmax_into_cross_entropy.py", unsafe=False)
