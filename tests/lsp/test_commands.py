@@ -91,7 +91,7 @@ async def test_run_probe_on_cpu(root: Path) -> None:
         (tt101,) = [d for d in last.diagnostics if d.code == "TT101"]
         assert tt101.message.endswith("all draw the same numbers (confirmed on this machine)")
         notes = [r.message for r in tt101.related_information or []]
-        assert any(n.startswith("the GPU probe on this machine: ") for n in notes)
+        assert any(n.startswith("the probe on this machine: ") for n in notes)
 
 
 async def test_run_probe_cancel_kills_it(root: Path) -> None:

@@ -36,6 +36,6 @@ async def test_probe_confirms_tt105_in_the_editor(root: Path) -> None:
         assert after.message == f"{before.message} (confirmed on this machine)"
         notes = [r.message for r in after.related_information or []]
         assert any(
-            n.startswith("the GPU probe on this machine: ") and "10 items, 2 workers" in n
+            n.startswith("the probe on this machine: ") and "10 items, 2 workers" in n
             for n in notes
         ), notes

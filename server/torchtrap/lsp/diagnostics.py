@@ -78,7 +78,7 @@ def to_diagnostic(
         related.append(types.DiagnosticRelatedInformation(rel, loc.message))
     lsp_range = to_lsp_range(lines, rng, encoding)
     if not finding.is_syntax_error and finding.code in confirmed:
-        evidence = f"the GPU probe on this machine: {confirmed[finding.code]}"
+        evidence = f"the probe on this machine: {confirmed[finding.code]}"
         related.append(types.DiagnosticRelatedInformation(types.Location(uri, lsp_range), evidence))
     diagnostic = types.Diagnostic(
         range=lsp_range,
