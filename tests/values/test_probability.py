@@ -43,6 +43,13 @@ def _bare(code: str) -> list[str | None]:
             "from torch.distributions import Categorical\nprobe(Categorical(logits=z).probs)",
             ["softmax"],
         ),
+        (
+            "import torch.distributions as D\nimport torch\n"
+            "probe(D.Binomial(10, logits=z).probs)\n"
+            "probe(D.Binomial(10, torch.sigmoid(z)).probs)\n"
+            "probe(D.Normal(z, 1.0).mean)",
+            ["sigmoid", "sigmoid", None],
+        ),
         ("import torch.nn as nn\nsm = nn.Softmax(1).cuda()\nprobe(sm(x))", ["softmax"]),
         ("import torch\np, q = torch.softmax(x, 1), x\nprobe(p)\nprobe(q)", ["softmax", None]),
         (

@@ -54,7 +54,6 @@ class ModuleFacts:
                 found.setdefault(func.id, []).append(call)
         return found
 
-
     def dataloaders_for(self, dataset: ClassInfo) -> list[DataLoaderCall]:
         return [d for d in self.dataloaders if d.dataset_class is dataset]
 

@@ -199,28 +199,28 @@ class AutogradFacts:
         return False
 
 
-# torch.distributions built from logits: `.probs` is the softmax (or sigmoid) of them.
-_SOFTMAX_DISTRIBUTIONS = frozenset(
-    {"Categorical", "OneHotCategorical", "Multinomial", "RelaxedOneHotCategorical"}
-)
-_SIGMOID_DISTRIBUTIONS = frozenset(
-    {"Bernoulli", "Binomial", "Geometric", "NegativeBinomial", "RelaxedBernoulli"}
-)
+# torch.distributions with `probs`/`logits`: what `.probs` is a function of
+# the logits ("softmax"/"sigmoid"), and the position of `probs` among the
+# constructor's positional parameters.
+_DISTRIBUTIONS: dict[str, tuple[str, int]] = {
+    "Categorical": ("softmax", 0),
+    "OneHotCategorical": ("softmax", 0),
+    "Multinomial": ("softmax", 1),
+    "RelaxedOneHotCategorical": ("softmax", 1),
+    "Bernoulli": ("sigmoid", 0),
+    "Geometric": ("sigmoid", 0),
+    "Binomial": ("sigmoid", 1),
+    "NegativeBinomial": ("sigmoid", 1),
+    "RelaxedBernoulli": ("sigmoid", 1),
+}
 
 
-def distribution_probs(call: ast.expr, imports: ImportTable) -> str | None:
-    """ "softmax" / "sigmoid" when ``call`` builds a ``torch.distributions``
-    distribution from ``logits=``: its ``.probs`` is then that function of
-    the logits (zero where they are very negative). None otherwise (built
-    from ``probs=``: what the caller passed)."""
-    if not isinstance(call, ast.Call) or not any(k.arg == "logits" for k in call.keywords):
+def distribution_kind(qualname: str | None) -> tuple[str, int] | None:
+    """For a ``torch.distributions`` class (``torch.distributions.Categorical``
+    or ``torch.distributions.categorical.Categorical``): ("softmax" or
+    "sigmoid", the positional index of ``probs``). Built from ``logits=``,
+    its ``.probs`` is that function of them (zero where they are very
+    negative); built from ``probs``, it is what the caller passed."""
+    if not qualname or not qualname.startswith("torch.distributions."):
         return None
-    qualname = imports.qualname(call.func) or ""
-    if not qualname.startswith("torch.distributions."):
-        return None
-    name = qualname.rpartition(".")[2]
-    if name in _SOFTMAX_DISTRIBUTIONS:
-        return "softmax"
-    if name in _SIGMOID_DISTRIBUTIONS:
-        return "sigmoid"
-    return None
+    return _DISTRIBUTIONS.get(qualname.rpartition(".")[2])

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
             self, params: types.PublishDiagnosticsParams
         ) -> None: ...
 
+
 log = logging.getLogger("torchtrap.lsp")
 
 WORKSPACE = "workspace"

@@ -33,6 +33,7 @@ MEMORY_GROWTH_BYTES = 16 * MIB
 DUPLICATE_SHARE = 0.5
 MIN_ITEMS = 4
 
+
 def _rule(code: str) -> tuple[str, Severity]:
     from torchtrap.rules import RULES_BY_CODE
 

@@ -20,6 +20,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
+from torchtrap.facts.autograd import distribution_kind
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
@@ -223,8 +224,9 @@ class Values:
             return _summed(self._eval(first, at, depth + 1), call, 1)
         if qualname in ops.GUARD_FUNCTIONS and first is not None:
             return _guard(self._eval(first, at, depth + 1))
-        if qualname in ops.DISTRIBUTIONS:
-            return self._distribution(qualname, call, at, depth)
+        distribution = distribution_kind(qualname)
+        if distribution is not None:
+            return self._distribution(distribution, call, at, depth)
         layer = _layer_output(qualname, call)
         if layer is not None:
             return Value(Kind.MODULE, output=layer)
@@ -268,12 +270,14 @@ class Values:
             return _summed(self._eval(func.value, at, depth + 1), call, 0)
         return None
 
-    def _distribution(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
-        kind = "sigmoid" if "Bernoulli" in qualname else "softmax"
+    def _distribution(
+        self, distribution: tuple[str, int], call: ast.Call, at: ast.AST, depth: int
+    ) -> Value:
+        kind, position = distribution
         logits = _keyword(call, "logits")
         probs = _keyword(call, "probs")
-        if probs is None and call.args and logits is None:
-            probs = call.args[0]
+        if probs is None and logits is None and len(call.args) > position:
+            probs = call.args[position]
         if logits is not None:
             made = tensor(Probability(kind, call, direct=False, module=True))
         elif probs is not None and not isinstance(probs, ast.Starred):

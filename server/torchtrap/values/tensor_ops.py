@@ -48,15 +48,6 @@ SIGMOID_MODULES = frozenset({"torch.nn.Sigmoid"})
 LOG_SOFTMAX_MODULES = frozenset({"torch.nn.LogSoftmax"})
 LOGSIGMOID_MODULES = frozenset({"torch.nn.LogSigmoid"})
 SEQUENTIAL = "torch.nn.Sequential"
-DISTRIBUTIONS = frozenset(
-    {
-        "torch.distributions.Categorical",
-        "torch.distributions.categorical.Categorical",
-        "torch.distributions.OneHotCategorical",
-        "torch.distributions.Bernoulli",
-        "torch.distributions.bernoulli.Bernoulli",
-    }
-)
 # Methods that keep a zero probability zero (selection, layout, casts, devices).
 KEEP_METHODS = words(
     """
