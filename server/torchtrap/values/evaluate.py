@@ -29,6 +29,7 @@ from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values.containers import appended, constant_index, empty_list, item_at
 from torchtrap.values.devices import device_cuda
 from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
@@ -338,6 +339,16 @@ class Values:
         return self.tensors.self_attribute_values(at)  # type: ignore[return-value]
 
     def _subscript(self, sub: ast.Subscript, at: ast.AST, depth: int) -> Value:
+        items = self._appended(sub.value, at)
+        if items is not None:
+            # `arr = []; arr.append(x); arr[0]`: x. Any item when the index
+            # is not a constant: they must agree (join), else unknown.
+            chosen = item_at(items, sub.slice)
+            if chosen is not None:
+                return self._eval(chosen[0], chosen[1], depth + 1)
+            if isinstance(sub.slice, ast.Slice) or constant_index(sub.slice) is not None:
+                return UNKNOWN  # a slice, or past the end
+            return join([self._eval(v, stmt, depth + 1) for v, stmt in items])
         base = self._eval(sub.value, at, depth + 1)
         index = sub.slice
         if base.elements is not None:
@@ -349,6 +360,18 @@ class Values:
                 return base.elements[index.value]
             return UNKNOWN
         return _keep(base)
+
+    def _appended(self, container: ast.expr, at: ast.AST) -> list[tuple[ast.expr, ast.stmt]] | None:
+        """The items of a list filled by ``append`` (:mod:`torchtrap.values.containers`)."""
+        if not isinstance(container, ast.Name):
+            return None
+        reach = self.tensors.reaching(container.id, at)
+        if reach is None or not reach.complete or len(reach.bindings) != 1:
+            return None
+        binding = reach.bindings[0]
+        if not empty_list(binding.value):
+            return None
+        return appended(container.id, binding.stmt, at, self.facts.index)
 
     def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
         op = expr.op
