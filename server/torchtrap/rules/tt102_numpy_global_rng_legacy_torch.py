@@ -6,18 +6,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.datasets import (
-    DatasetFacts,
-    DatasetView,
-    Exposure,
-    Judgement,
-    LoaderStatus,
-    dataset_facts,
-    judge,
-    related_message,
-    resolve_function,
-    worker_count,
-)
+from torchtrap.facts.datasets import DatasetView, worker_count
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
@@ -25,6 +14,15 @@ from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import WorkerInitPlan, plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import (
+    DatasetFacts,
+    Exposure,
+    Judgement,
+    LoaderStatus,
+    judge,
+    related_message,
+    resolve_function,
+)
 from torchtrap.values.remote import remote_fact, remote_uses
 
 FIXED_IN = (1, 9)  # "Add Numpy seeding to worker of DataLoader (#56488)"
@@ -129,7 +127,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
         version = self.ctx.torch_version
         if version is None or version >= FIXED_IN:
             return
-        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
         for view in datasets.views():
             draws = list(self._global_draws(view))
             if not draws:

@@ -30,6 +30,7 @@ from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
 from torchtrap.values.containers import appended, constant_index, empty_list, item_at
+from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
 from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
@@ -60,6 +61,9 @@ class _Context(Protocol):
     facts: ModuleFacts
 
     @property
+    def text(self) -> str: ...
+
+    @property
     def project(self) -> Project | None: ...
 
 
@@ -84,6 +88,7 @@ class Values:
         self._loaders: Loaders | None = None
         self._models: ModelFacts | None = None
         self._loops: LoopFacts | None = None
+        self._datasets: DatasetFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -98,6 +103,16 @@ class Values:
         if self._loaders is None:
             self._loaders = Loaders(self.facts, self.tensors)
         return self._loaders
+
+    @property
+    def datasets(self) -> DatasetFacts:
+        """Which DataLoader receives which dataset class, and the shared
+        "used with workers" judgement (:mod:`torchtrap.values.datasets`)."""
+        if self._datasets is None:
+            ctx = self._ctx()
+            text = ctx.text if ctx is not None else ""
+            self._datasets = DatasetFacts(self.facts, self.loaders, text)
+        return self._datasets
 
     @property
     def models(self) -> ModelFacts:
