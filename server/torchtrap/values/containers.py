@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 
 from torchtrap.facts.index import NodeIndex, enclosing_scope, parent
+from torchtrap.facts.tensors import TensorFacts
 
 
 def empty_list(value: ast.expr | None) -> bool:
@@ -31,6 +32,22 @@ def empty_list(value: ast.expr | None) -> bool:
         and not value.args
         and not value.keywords
     )
+
+
+def list_items(
+    container: ast.expr, at: ast.AST, tensors: TensorFacts, index: NodeIndex
+) -> list[tuple[ast.expr, ast.stmt]] | None:
+    """The appended items of ``container`` (a name whose one binding that
+    reaches ``at`` is ``[]``), in order; None when not such a list."""
+    if not isinstance(container, ast.Name):
+        return None
+    reach = tensors.reaching(container.id, at)
+    if reach is None or not reach.complete or len(reach.bindings) != 1:
+        return None
+    binding = reach.bindings[0]
+    if not empty_list(binding.value):
+        return None
+    return appended(container.id, binding.stmt, at, index)
 
 
 def appended(

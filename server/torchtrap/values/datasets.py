@@ -32,6 +32,7 @@ from torchtrap.facts.datasets import (
     located_phrase,
 )
 from torchtrap.facts.index import enclosing_scope, parent, walk_scope
+from torchtrap.values.containers import item_at, list_items
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -139,10 +140,20 @@ class DatasetFacts:
             )
         if isinstance(expr, ast.NamedExpr):
             return self.classes_of(expr.value, at, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            item = self._appended_item(expr, at)
+            if item is None:
+                return set(), True, False
+            return self.classes_of(item[0], item[1], depth + 1)
         bound = self.loaders.bound_values(expr, at, depth)
         if not isinstance(bound, list) or not bound:
             return set(), True, False
         return _alternatives([self.classes_of(v, where, depth + 1) for v, where in bound])
+
+    def _appended_item(self, sub: ast.Subscript, at: ast.AST) -> tuple[ast.expr, ast.AST] | None:
+        """``parts.append(ds); parts[0]`` (:mod:`torchtrap.values.containers`)."""
+        items = list_items(sub.value, at, self.loaders.tensors, self.index)
+        return item_at(items, sub.slice) if items is not None else None
 
     def _constructed(self, value: ast.Call, at: ast.AST, depth: int) -> tuple[set[str], bool, bool]:
         local = self.classes.class_of_call(value)

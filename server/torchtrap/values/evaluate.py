@@ -29,7 +29,7 @@ from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
-from torchtrap.values.containers import appended, constant_index, empty_list, item_at
+from torchtrap.values.containers import constant_index, item_at, list_items
 from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
 from torchtrap.values.loaders import LoaderEvidence, Loaders
@@ -354,7 +354,7 @@ class Values:
         return self.tensors.self_attribute_values(at)  # type: ignore[return-value]
 
     def _subscript(self, sub: ast.Subscript, at: ast.AST, depth: int) -> Value:
-        items = self._appended(sub.value, at)
+        items = list_items(sub.value, at, self.tensors, self.facts.index)
         if items is not None:
             # `arr = []; arr.append(x); arr[0]`: x. Any item when the index
             # is not a constant: they must agree (join), else unknown.
@@ -375,18 +375,6 @@ class Values:
                 return base.elements[index.value]
             return UNKNOWN
         return _keep(base)
-
-    def _appended(self, container: ast.expr, at: ast.AST) -> list[tuple[ast.expr, ast.stmt]] | None:
-        """The items of a list filled by ``append`` (:mod:`torchtrap.values.containers`)."""
-        if not isinstance(container, ast.Name):
-            return None
-        reach = self.tensors.reaching(container.id, at)
-        if reach is None or not reach.complete or len(reach.bindings) != 1:
-            return None
-        binding = reach.bindings[0]
-        if not empty_list(binding.value):
-            return None
-        return appended(container.id, binding.stmt, at, self.facts.index)
 
     def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
         op = expr.op
