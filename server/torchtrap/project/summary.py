@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 # where results are kept, one call site per callee passing nothing tracked (args ());
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
-# 5: LoaderFact.dataset follows the reaching bindings the value layer uses (a
-# name bound on several paths is not traced)
+# 5: LoaderFact.dataset follows the reaching bindings the value layer uses
+# (flow-sensitive: the binding before the use, not the first after it)
 SUMMARY_VERSION = 5
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -495,9 +495,9 @@ class _Summarizer:
         )
 
     def _bound(self, expr: ast.expr, at: ast.AST) -> tuple[ast.expr, ast.AST]:
-        """The one value a name (or ``self.x``) holds at ``at``, from the
-        reaching bindings the value layer uses (a name bound on several
-        paths, or to different values, stays itself: not traced)."""
+        """The value a name (or ``self.x``) holds at ``at``, from the
+        reaching bindings the value layer uses; a name not bound before it
+        in its scope, the module's one binding; else the name itself."""
         tensors = self._tensors
         if isinstance(expr, ast.Name):
             reach = tensors.reaching(expr.id, at)
@@ -506,8 +506,12 @@ class _Summarizer:
                 if len(events) == 1 and events[0].value is not None:
                     return events[0].value, events[0].stmt
                 return expr, at
-            if reach.complete and len(reach.bindings) == 1 and reach.bindings[0].value is not None:
-                return reach.bindings[0].value, reach.bindings[0].stmt
+            # The latest binding before the use (``if mapper: ds = MapDataset(ds, mapper)``
+            # links MapDataset: the index records what a DataLoader may get; the
+            # rules' own judgement says how sure it is).
+            latest = reach.bindings[0]
+            if latest.value is not None and not latest.path:
+                return latest.value, latest.stmt
             return expr, at
         if (
             isinstance(expr, ast.Attribute)
