@@ -165,7 +165,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
                     inner = self._helper_draw(helper, 0, set())
                     if inner is False:
                         return  # the helper re-seeds: stay silent
-                    if inner is not None:
+                    if isinstance(inner, ast.Call):
                         self._via[id(node)] = inner
                         calls.append(node)
         yield from sorted(calls, key=lambda c: (c.lineno, c.col_offset))
