@@ -47,15 +47,33 @@ def list_items(
     binding = reach.bindings[0]
     if not empty_list(binding.value):
         return None
-    return appended(container.id, binding.stmt, at, index)
+    return appended_before(container.id, binding.stmt, at, tensors, index)
+
+
+def appended_before(
+    name: str, binding: ast.AST, at: ast.AST, tensors: TensorFacts, index: NodeIndex
+) -> list[tuple[ast.expr, ast.stmt]] | None:
+    """:func:`appended`, the module-wide scan done once per list (kept on
+    the module's ``TensorFacts``), then the items appended before ``at``."""
+    cache: dict[int, list[tuple[ast.expr, ast.stmt]] | None] = tensors.__dict__.setdefault(
+        "_tt_appended", {}
+    )
+    key = id(binding)
+    if key not in cache:
+        cache[key] = appended(name, binding, None, index)
+    items = cache[key]
+    if items is None:
+        return None
+    use = _pos(at)
+    return [item for item in items if _pos(item[1]) < use]
 
 
 def appended(
-    name: str, binding: ast.AST, use: ast.AST, index: NodeIndex
+    name: str, binding: ast.AST, use: ast.AST | None, index: NodeIndex
 ) -> list[tuple[ast.expr, ast.stmt]] | None:
     """``(item, its append statement)`` in order, for the list bound to
-    ``name`` by ``binding`` (``name = []``) as seen at ``use``; None when
-    the order is not certain."""
+    ``name`` by ``binding`` (``name = []``) as seen at ``use`` (None: every
+    append); None when the order is not certain."""
     if not (
         isinstance(binding, ast.Assign)
         and len(binding.targets) == 1
@@ -68,7 +86,7 @@ def appended(
     if body is None:
         return None
     scope = enclosing_scope(binding)
-    use_pos = _pos(use)
+    use_pos = _pos(use) if use is not None else (1 << 30, 0)
     items: list[tuple[ast.expr, ast.stmt]] = []
     for node in index.of(ast.Name):
         if node.id != name or node is binding.targets[0]:
