@@ -187,3 +187,40 @@ def test_a_file_added_to_a_project_reuses_its_tables(tmp_path: Path) -> None:
     assert len(added.dataloaders_loading("datasets.Noisy")) == 2
     assert added.subclasses("datasets.Noisy") == fresh.subclasses("datasets.Noisy")
     assert base.summary(path) is None and len(base.dataloaders_loading("datasets.Noisy")) == 1
+
+
+def test_a_loaders_dataset_follows_the_binding_that_reaches_it() -> None:
+    """The summary's DataLoader -> dataset class follows the latest binding
+    before the DataLoader (flow-sensitive), not the last one in the scope."""
+    code = """
+from torch.utils.data import DataLoader, Subset
+from data import A, B, MapDataset
+
+def before_use(mapper):
+    ds = A()
+    if mapper is not None:
+        ds = MapDataset(ds, mapper)
+    return DataLoader(ds, num_workers=2)
+
+def rebound_after():
+    ds = A()
+    loader = DataLoader(ds, num_workers=2)
+    ds = B()
+    return loader
+
+def wrapped():
+    ds = Subset(B(), [0])
+    return DataLoader(ds, num_workers=2)
+
+def parameter(ds):
+    return DataLoader(ds, num_workers=2)
+"""
+    summary = summarize_source(code, "train.py", ("train", False))
+    assert summary is not None
+    got = [(d.dataset, d.direct) for d in summary.dataloaders]
+    assert got == [
+        ("data.MapDataset", True),
+        ("data.A", True),  # the later `ds = B()` does not reach the DataLoader
+        ("data.B", False),
+        (None, True),
+    ]

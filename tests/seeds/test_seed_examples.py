@@ -26,27 +26,16 @@ TORCH = "import torch\nimport torch.nn as nn\nfrom torch.utils.data import Datas
 NUMPY = "import numpy as np\nimport torch.nn as nn\n"
 TIME = "import time\n"
 
-# `arr.append(loader); arr[0].__iter__()`: a list item filled by `append` is a
-# flow step of the value layer (server/torchtrap/values), not of a rule.
-VALUES = pytest.mark.xfail(strict=True, reason="the value layer follows list items (issue 17)")
-
 # (snippet, header, torch version or None, {(rule, line)} it must give: exactly these)
 SEEDS: list[object] = [
     # seed 000: iterating a worker DataLoader pickles its dataset (and what it reaches)
-    pytest.param(
-        "seed000_list_iter.py", TORCH, None, {("TT106", 7)}, marks=VALUES, id="seed000_list_iter"
-    ),
+    # `arr.append(loader); arr[0].__iter__()`: a list filled by `append`, read by
+    # position, is a flow step of the value layer (server/torchtrap/values/containers.py).
+    ("seed000_list_iter.py", TORCH, None, {("TT106", 7)}),
     ("seed000_share_cuda.py", TORCH, None, set()),
     ("seed000_dataset_iter.py", TORCH + TIME, None, {("TT103", 4), ("TT106", 15)}),
     ("seed000_reduce_tensor.py", TORCH, None, set()),
-    pytest.param(
-        "seed000_model_in_list.py",
-        TORCH + TIME,
-        None,
-        {("TT103", 4), ("TT106", 26)},
-        marks=VALUES,
-        id="seed000_model_in_list",
-    ),
+    ("seed000_model_in_list.py", TORCH + TIME, None, {("TT103", 4), ("TT106", 26)}),
     # seed 003: PyTorch pitfalls
     ("seed003_1_clamp.py", TORCH, None, {("TT202", 2)}),
     ("seed003_2_scatter.py", TORCH, None, set()),

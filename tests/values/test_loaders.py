@@ -56,8 +56,34 @@ def test_a_list_filled_by_append() -> None:
             mixed.append(DataLoader(sets[0]))
             mixed.append(extra)
             probe(mixed[0])
+            probe(mixed[1])
+            probe(mixed[k])
         """
-    assert _answers(code) == [True, False]
+    # Appended in straight-line code: read by position (item 0 is the DataLoader);
+    # an unknown index may be either item.
+    assert _answers(code.replace("sets, extra", "sets, extra, k")) == [True, True, False, False]
+
+
+def test_a_list_whose_order_is_not_certain() -> None:
+    code = """
+        from torch.utils.data import DataLoader
+
+        def main(ds, extra, flag, fill):
+            a = []
+            if flag:
+                a.append(extra)
+            a.append(DataLoader(ds))
+            probe(a[0])
+            b = []
+            b.append(extra)
+            b.append(DataLoader(ds))
+            probe(b[0])
+            c = []
+            c.append(extra)
+            c.insert(0, DataLoader(ds))
+            probe(c[0])
+        """
+    assert _answers(code) == [False, False, False]
 
 
 def test_an_empty_container_never_filled_is_unknown() -> None:

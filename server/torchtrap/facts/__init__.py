@@ -54,8 +54,5 @@ class ModuleFacts:
                 found.setdefault(func.id, []).append(call)
         return found
 
-    def dataloaders_for(self, dataset: ClassInfo) -> list[DataLoaderCall]:
-        return [d for d in self.dataloaders if d.dataset_class is dataset]
-
     def qualname(self, node: ast.AST) -> str | None:
         return self.imports.qualname(node)

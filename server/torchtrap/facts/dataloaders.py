@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.index import NodeIndex, enclosing_scope, parent, walk, walk_scope
+from torchtrap.facts.index import NodeIndex, enclosing_scope, walk_scope
 
 DATALOADER = "torch.utils.data.DataLoader"
 _DATALOADER_BASES = frozenset({DATALOADER})
@@ -43,8 +43,10 @@ class DataLoaderCall:
     arguments: dict[str, ast.expr]
     has_splat: bool  # **kwargs: anything may be in there
     dataset_expr: ast.expr | None
+    # The dataset argument when it is a constructor call (``DataLoader(DS())``):
+    # a local class, and the callee's name (also for a class of another file).
     dataset_class: ClassInfo | None
-    dataset_class_name: str | None  # also when the class lives in another file
+    dataset_class_name: str | None
     workers: Workers
     workers_expr: ast.expr | None = None
     scope: ast.AST | None = field(default=None, repr=False)
@@ -147,43 +149,6 @@ def assigned_value(name: str, at: ast.AST, scope: ast.AST) -> ast.expr | None:
     return chosen[1] if chosen else None
 
 
-def resolve_value(expr: ast.expr, at: ast.AST, module: ast.Module) -> ast.expr:
-    """Follow a plain name to what it was assigned in the enclosing scope or
-    the module; ``self.x`` to ``self.x = ...`` in the class's methods."""
-    if isinstance(expr, ast.Name):
-        scope = enclosing_scope(at)
-        for candidate in (scope, module) if scope is not module else (module,):
-            value = assigned_value(expr.id, at, candidate)
-            if value is not None:
-                return value
-    elif (
-        isinstance(expr, ast.Attribute)
-        and isinstance(expr.value, ast.Name)
-        and expr.value.id == "self"
-    ):
-        cls = next((a for a in _ancestors(at) if isinstance(a, ast.ClassDef)), None)
-        if cls is not None:
-            for node in walk(cls):
-                if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Attribute)
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == "self"
-                    and t.attr == expr.attr
-                    for t in node.targets
-                ):
-                    return node.value
-    return expr
-
-
-def _ancestors(node: ast.AST) -> list[ast.AST]:
-    out = []
-    current = parent(node)
-    while current is not None:
-        out.append(current)
-        current = parent(current)
-    return out
-
-
 def find_dataloaders(
     index: NodeIndex, imports: ImportTable, classes: ClassTable
 ) -> list[DataLoaderCall]:
@@ -219,8 +184,10 @@ def find_dataloaders(
         dataset_expr = arguments.get("dataset")
         dataset_class = None
         class_name = None
+        # The constructor call itself only: what a name holds is the value
+        # layer's question (torchtrap.values.datasets).
         if dataset_expr is not None:
-            value = resolve_value(dataset_expr, call, index.tree)
+            value = dataset_expr
             if isinstance(value, ast.Call):
                 dataset_class = classes.class_of_call(value)
                 if isinstance(value.func, ast.Name):

@@ -2,11 +2,9 @@
 
 - :func:`is_main_guard`, :func:`script_statements`: the module's top level
   as a script runs it, outside ``if __name__ == "__main__":``;
-- :func:`loader_for`, :func:`iterated_loaders`: which DataLoader (with
-  workers) an expression is, and where a statement iterates one (the moment
-  workers start);
-- :func:`starts_workers`: whether a statement, or a local function it calls,
-  iterates a DataLoader with workers;
+- :func:`iterated_exprs`: what a node iterates (the moment a DataLoader's
+  workers start; which DataLoader it is, the value layer answers:
+  :mod:`torchtrap.values.workers`);
 - :func:`fork_only`: the module (or, for a DataLoader in another file,
   that file) pins the ``fork`` start method.
 
@@ -23,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
 from torchtrap.facts.datasets import self_stores
-from torchtrap.facts.index import SCOPE_TYPES, enclosing_scope, walk
+from torchtrap.facts.index import SCOPE_TYPES, walk
 from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import remote_path
 from torchtrap.facts.tensors import Kind, TensorFacts
@@ -82,7 +80,7 @@ def script_statements(tree: ast.Module) -> Iterator[ast.stmt]:
         yield stmt
 
 
-def _walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
+def walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
     """``node`` and its descendants, without entering functions, lambdas or
     classes (their bodies do not run here)."""
     stack = [node]
@@ -94,34 +92,7 @@ def _walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
                 stack.append(child)
 
 
-def _loaders_by_node(facts: ModuleFacts) -> dict[int, DataLoaderCall]:
-    found: dict[int, DataLoaderCall] | None = facts.__dict__.get("_loaders_by_node")
-    if found is None:
-        found = facts.__dict__["_loaders_by_node"] = {id(d.node): d for d in facts.dataloaders}
-    return found
-
-
-def loader_for(expr: ast.expr, facts: ModuleFacts) -> DataLoaderCall | None:
-    """The DataLoader call ``expr`` is: the call itself, or a name bound to
-    one (the last binding before ``expr`` in its scope, else the module's)."""
-    by_node = _loaders_by_node(facts)
-    for _ in range(3):
-        found = by_node.get(id(expr))
-        if found is not None:
-            return found
-        if not isinstance(expr, ast.Name):
-            return None
-        scope = enclosing_scope(expr)
-        value = assigned_value(expr.id, expr, scope)
-        if value is None and not isinstance(scope, ast.Module):
-            value = assigned_value(expr.id, expr, facts.tree)
-        if value is None:
-            return None
-        expr = value
-    return None
-
-
-def _iterated(node: ast.AST) -> list[ast.expr]:
+def iterated_exprs(node: ast.AST) -> list[ast.expr]:
     """The expressions ``node`` iterates: a ``for`` loop's or comprehension's
     iterable, ``yield from x``, the first argument of ``iter``/``list``/...."""
     if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -160,18 +131,6 @@ def _iterated(node: ast.AST) -> list[ast.expr]:
     return expanded
 
 
-def iterated_loaders(
-    node: ast.AST, facts: ModuleFacts
-) -> Iterator[tuple[ast.expr, DataLoaderCall]]:
-    """``(expression, loader)`` for each DataLoader with (maybe) workers that
-    ``node`` iterates in its own scope."""
-    for sub in _walk_same_scope(node):
-        for expr in _iterated(sub):
-            loader = loader_for(expr, facts)
-            if loader is not None and loader.may_have_workers:
-                yield expr, loader
-
-
 def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
     """The module-level ``def`` a call by plain name runs."""
     if not isinstance(call.func, ast.Name):
@@ -180,37 +139,6 @@ def local_function(call: ast.Call, tree: ast.Module) -> FunctionNode | None:
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == call.func.id:
             found = stmt
-    return found
-
-
-def starts_workers(
-    node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: set[int] | None = None
-) -> tuple[ast.expr, DataLoaderCall] | None:
-    """Where running ``node`` starts DataLoader workers: ``(site, loader)``,
-    the site being in ``node``'s own scope (the iterated expression, or the
-    call of a module-level function that iterates it, three calls deep)."""
-    # The first start in source order: the finding's site is where the user looks.
-    found = min(iterated_loaders(node, facts), key=lambda f: _position(f[0]), default=None)
-    if depth >= 3:
-        return found
-    seen = seen if seen is not None else set()
-    calls = sorted(
-        (sub for sub in _walk_same_scope(node) if isinstance(sub, ast.Call)), key=_position
-    )
-    for sub in calls:
-        if found is not None and _position(found[0]) <= _position(sub):
-            return found
-        fn = local_function(sub, facts.tree)
-        if fn is None or id(fn) in seen:
-            continue
-        passed = _passed_loader(sub, fn, facts)
-        if passed is not None:
-            return sub, passed
-        seen.add(id(fn))
-        for stmt in fn.body:
-            inner = starts_workers(stmt, facts, depth + 1, seen)
-            if inner is not None:
-                return sub, inner[1]
     return found
 
 
@@ -230,25 +158,6 @@ def start_method(loader: DataLoaderCall) -> str | None:
         if _says(context, method):
             return method
     return "?"
-
-
-def _passed_loader(call: ast.Call, fn: FunctionNode, facts: ModuleFacts) -> DataLoaderCall | None:
-    """``train(loader)`` where ``train`` iterates that parameter."""
-    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
-    given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
-    loaders = {}
-    for param, arg in given.items():
-        loader = loader_for(arg, facts)
-        if loader is not None and loader.may_have_workers:
-            loaders[param] = loader
-    if not loaders:
-        return None
-    for node in walk(fn):
-        for expr in _iterated(node):
-            if isinstance(expr, ast.Name) and expr.id in loaders:
-                return loaders[expr.id]
-    return None
 
 
 def fork_only(
@@ -395,7 +304,7 @@ def stream_sources(
         for node in walk(fn):
             if isinstance(node, (ast.For, ast.AsyncFor)) and not _target_used(node):
                 continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
-            for expr in _iterated(node):
+            for expr in iterated_exprs(node):
                 if is_data_source(expr):
                     found.append(expr)
                 elif isinstance(expr, ast.Name):

@@ -22,11 +22,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from torchtrap.facts.dataloaders import DataLoaderCall, resolve_value
+from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
+from torchtrap.facts.tensors import TensorFacts
 from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
 from torchtrap.source import SourceText
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
 # where results are kept, one call site per callee passing nothing tracked (args ());
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
-SUMMARY_VERSION = 4
+# 5: LoaderFact.dataset follows the reaching bindings the value layer uses
+# (flow-sensitive: the binding before the use, not the first after it)
+SUMMARY_VERSION = 5
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -435,6 +438,7 @@ class _Summarizer:
 
     # -- DataLoaders and call sites -------------------------------------------
     def loaders(self, facts: ModuleFacts) -> None:
+        self._tensors = TensorFacts(facts)
         self.s.dataloaders = tuple(self._loader(call) for call in facts.dataloaders)
 
     def _loader(self, call: DataLoaderCall) -> LoaderFact:
@@ -442,8 +446,9 @@ class _Summarizer:
         expr = call.dataset_expr
         if expr is not None:
             value: ast.expr = expr
+            at: ast.AST = call.node
             for _ in range(4):
-                value = resolve_value(value, call.node, self.tree)
+                value, at = self._bound(value, at)
                 if not isinstance(value, ast.Call):
                     break
                 name = dotted_name(value.func) or ""
@@ -488,6 +493,39 @@ class _Summarizer:
             refs,
             bound_to,
         )
+
+    def _bound(self, expr: ast.expr, at: ast.AST) -> tuple[ast.expr, ast.AST]:
+        """The value a name (or ``self.x``) holds at ``at``, from the
+        reaching bindings the value layer uses; a name not bound before it
+        in its scope, the module's one binding; else the name itself."""
+        tensors = self._tensors
+        if isinstance(expr, ast.Name):
+            reach = tensors.reaching(expr.id, at)
+            if reach is None:
+                events = tensors.table(self.tree).bindings.get(expr.id, [])
+                if len(events) == 1 and events[0].value is not None:
+                    return events[0].value, events[0].stmt
+                return expr, at
+            # The latest binding before the use (``if mapper: ds = MapDataset(ds, mapper)``
+            # links MapDataset: the index records what a DataLoader may get; the
+            # rules' own judgement says how sure it is).
+            latest = reach.bindings[0]
+            if latest.value is not None and not latest.path:
+                return latest.value, latest.stmt
+            return expr, at
+        if (
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
+        ):
+            stored = [
+                v
+                for v in tensors.self_attribute_values(at).get(expr.attr, [])
+                if not (isinstance(v, ast.Constant) and v.value is None)
+            ]
+            if len(stored) == 1 and isinstance(stored[0], ast.expr):
+                return stored[0], stored[0]
+        return expr, at
 
     def call_sites(self, facts: ModuleFacts, imports: ImportTable, results: bool) -> None:
         """Calls that pass a DataLoader, a sigmoid/softmax, or (``results``)

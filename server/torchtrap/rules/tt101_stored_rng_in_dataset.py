@@ -7,18 +7,10 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers, assigned_value
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import (
-    DatasetFacts,
     DatasetView,
-    Exposure,
-    Judgement,
-    LoaderStatus,
-    dataset_facts,
-    judge,
     literal,
-    related_message,
-    resolve_function,
     self_attribute,
     self_name,
     self_stores,
@@ -30,6 +22,15 @@ from torchtrap.findings import Edit, Finding, Fix, RelatedLocation, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import (
+    DatasetFacts,
+    Exposure,
+    Judgement,
+    LoaderStatus,
+    judge,
+    related_message,
+    resolve_function,
+)
 from torchtrap.values.remote import remote_fact, remote_uses
 
 
@@ -77,12 +78,20 @@ def generator_call(
     imports = rule.ctx.facts.imports
     if isinstance(value, ast.Name) and depth < 2:
         # `rng = default_rng(seed); self.rng = rng`: the method's own names
-        # only (a module-wide search for every `self.x = x` costs too much).
+        # only (a module-wide search for every `self.x = x` costs too much);
+        # every binding that reaches the store must build one.
         fn = enclosing_function(value)
-        resolved = assigned_value(value.id, value, fn) if fn is not None else None
-        if resolved is not None:
-            return generator_call(resolved, rule, depth + 1)
-        return None
+        reach = rule.ctx.values.tensors.reaching(value.id, value) if fn is not None else None
+        if reach is None or not reach.complete or reach.mutated:
+            return None
+        found = None
+        for binding in reach.bindings:
+            if binding.value is None:
+                return None
+            found = generator_call(binding.value, rule, depth + 1)
+            if found is None:
+                return None
+        return found
     if isinstance(value, ast.IfExp | ast.BoolOp):
         # `default_rng(seed) if seed is not None else default_rng()`, `rng or default_rng()`
         options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else value.values
@@ -240,7 +249,7 @@ class StoredRngInDataset(Rule):
     requires_text = ("default_rng", "Random", "Generator")
 
     def check(self) -> Iterable[Finding]:
-        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
         seen: set[int] = set()
         imports = self.ctx.facts.imports
         # The constructors' own names and their local aliases (`make_rng`).

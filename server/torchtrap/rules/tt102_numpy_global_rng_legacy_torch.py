@@ -6,25 +6,24 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.datasets import (
-    DatasetFacts,
-    DatasetView,
-    Exposure,
-    Judgement,
-    LoaderStatus,
-    dataset_facts,
-    judge,
-    related_message,
-    resolve_function,
-    worker_count,
-)
+from torchtrap.facts.datasets import DatasetView, worker_count
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import is_remote, with_location
+from torchtrap.facts.workers import local_function
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import WorkerInitPlan, plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import (
+    DatasetFacts,
+    Exposure,
+    Judgement,
+    LoaderStatus,
+    judge,
+    related_message,
+    resolve_function,
+)
 from torchtrap.values.remote import remote_fact, remote_uses
 
 FIXED_IN = (1, 9)  # "Add Numpy seeding to worker of DataLoader (#56488)"
@@ -129,7 +128,9 @@ class NumpyGlobalRngLegacyTorch(Rule):
         version = self.ctx.torch_version
         if version is None or version >= FIXED_IN:
             return
-        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
+        # A call of a drawing helper -> the draw inside it (for the message).
+        self._via: dict[int, ast.Call] = {}
         for view in datasets.views():
             draws = list(self._global_draws(view))
             if not draws:
@@ -146,21 +147,65 @@ class NumpyGlobalRngLegacyTorch(Rule):
                 yield self._finding(view, call, judgement, version)
 
     def _global_draws(self, view: DatasetView) -> Iterator[ast.Call]:
+        """Global numpy draws in the worker methods, and calls there of a
+        module-level function of this file that draws (``augmentations(x)``,
+        two calls deep): the call is where the worker reaches the draw."""
         calls: list[ast.Call] = []
         for fn in view.worker_methods():
             for node in walk(fn):
                 if isinstance(node, ast.Call):
-                    qual = self.ctx.facts.imports.qualname(node.func) or ""
-                    if qual in RESEEDS:
+                    if self._is_reseed(node):
                         return  # re-seeded in the worker (np.random.seed(index))
-                    parts = qual.split(".")
-                    if (
-                        len(parts) == 3
-                        and parts[:2] == ["numpy", "random"]
-                        and parts[2] not in NOT_GLOBAL_DRAWS
-                    ):
+                    if self._is_global_draw(node):
+                        calls.append(node)
+                        continue
+                    helper = local_function(node, self.ctx.tree)
+                    if helper is None:
+                        continue
+                    inner = self._helper_draw(helper, 0, set())
+                    if inner is False:
+                        return  # the helper re-seeds: stay silent
+                    if isinstance(inner, ast.Call):
+                        self._via[id(node)] = inner
                         calls.append(node)
         yield from sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+    def _is_reseed(self, call: ast.Call) -> bool:
+        return self.ctx.facts.imports.qualname(call.func) in RESEEDS
+
+    def _is_global_draw(self, call: ast.Call) -> bool:
+        parts = (self.ctx.facts.imports.qualname(call.func) or "").split(".")
+        return (
+            len(parts) == 3
+            and parts[:2] == ["numpy", "random"]
+            and parts[2] not in NOT_GLOBAL_DRAWS
+        )
+
+    def _helper_draw(self, fn: ast.AST, depth: int, seen: set[int]) -> ast.Call | bool | None:
+        """The first global numpy draw a module-level function makes (itself
+        or through the functions it calls, two deep); False when it re-seeds
+        numpy's generator; None when it does not draw."""
+        if depth > 1 or id(fn) in seen:
+            return None
+        seen.add(id(fn))
+        # (where in this function, the draw): the first one in source order.
+        found: list[tuple[tuple[int, int], ast.Call]] = []
+        for node in walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            if self._is_reseed(node):
+                return False
+            if self._is_global_draw(node):
+                found.append(((node.lineno, node.col_offset), node))
+                continue
+            helper = local_function(node, self.ctx.tree)
+            if helper is not None:
+                inner = self._helper_draw(helper, depth + 1, seen)
+                if inner is False:
+                    return False
+                if isinstance(inner, ast.Call):
+                    found.append(((node.lineno, node.col_offset), inner))
+        return min(found, key=lambda f: f[0])[1] if found else None
 
     def _status_for(
         self, datasets: DatasetFacts, view: DatasetView
@@ -221,6 +266,11 @@ class NumpyGlobalRngLegacyTorch(Rule):
         self, view: DatasetView, call: ast.Call, judgement: Judgement, version: tuple[int, ...]
     ) -> Finding:
         spelled = self.ctx.source.segment(self.ctx.range(call.func))
+        subject = f"`{spelled}`"
+        inner = self._via.get(id(call))
+        if inner is not None:
+            drawn = self.ctx.source.segment(self.ctx.range(inner.func))
+            subject = f"`{spelled}()` (via `{drawn}`)"
         torch_text = self.ctx.config.torch_version or ".".join(str(p) for p in version)
         on = f"on torch {torch_text}"
         loaders = judgement.loaders
@@ -229,23 +279,25 @@ class NumpyGlobalRngLegacyTorch(Rule):
         n = worker_count(loaders) if exposure is Exposure.WORKERS else None
         if n == 1:
             # Forked again every epoch from the parent, whose state does not move.
-            message = f"`{spelled}` repeats its numbers every epoch in the DataLoader worker {on}"
+            message = f"{subject} repeats its numbers every epoch in the DataLoader worker {on}"
         elif n == 2:
-            message = f"`{spelled}` draws the same numbers in both DataLoader workers {on}"
+            message = f"{subject} draws the same numbers in both DataLoader workers {on}"
         elif n is not None:
-            message = f"`{spelled}` draws the same numbers in all {n} DataLoader workers {on}"
+            message = f"{subject} draws the same numbers in all {n} DataLoader workers {on}"
         elif exposure is Exposure.WORKERS:
-            message = f"`{spelled}` draws the same numbers in every DataLoader worker {on}"
+            message = f"{subject} draws the same numbers in every DataLoader worker {on}"
         elif exposure is Exposure.INVISIBLE:
             message = (
-                f"`{spelled}` would draw the same numbers in every DataLoader worker {on} "
+                f"{subject} would draw the same numbers in every DataLoader worker {on} "
                 "(no DataLoader visible here)"
             )
         else:
-            message = f"`{spelled}` would draw the same numbers in every DataLoader worker {on}"
+            message = f"{subject} would draw the same numbers in every DataLoader worker {on}"
         message = with_location(message, loaders)
         # Why (torch < 1.9 does not seed numpy per worker): the hover and the docs.
         related = [self.ctx.related(lo.node, related_message(lo, exposure)) for lo in loaders]
+        if inner is not None:
+            related.insert(0, self.ctx.related(inner, "draws from numpy's global generator"))
         return self.finding(
             call, message, severity=severity, fixes=self._fixes(judgement), related=related
         )
@@ -334,7 +386,56 @@ dataset = RandomDataset()
 dataloader = DataLoader(dataset, batch_size=2, num_workers=4)
 """
 
+_HELPER = """\
+import numpy as np
+from torch.utils.data import DataLoader, Dataset
+
+
+def jitter(x, scale):
+    return x + np.random.normal(0, scale)
+
+
+def augmentations(x):
+    if np.random.uniform(0, 1) > 0.5:
+        x = -x
+    return jitter(x, 0.1)
+
+
+class Points(Dataset):
+    def __getitem__(self, index):
+        x = float(index)
+        return augmentations(x)
+
+    def __len__(self):
+        return 16
+
+
+loader = DataLoader(Points(), batch_size=2, num_workers=4)
+"""
+
 NumpyGlobalRngLegacyTorch.valid = (
+    Valid(
+        _HELPER.replace("    if np.random", "    np.random.seed()\n    if np.random"),
+        config=OLD,
+        note="the helper re-seeds numpy's generator itself",
+    ),
+    Valid(
+        _HELPER.replace("return augmentations(x)", "return x").replace(
+            "    def __len__",
+            "    def prepare(self):\n        return augmentations(0.0)\n\n    def __len__",
+        ),
+        config=OLD,
+        note="the drawing helper runs in the parent only (not from __getitem__)",
+    ),
+    Valid(
+        _HELPER.replace("np.random.uniform(0, 1)", "rng.uniform(0, 1)")
+        .replace("np.random.normal(0, scale)", "rng.normal(0, scale)")
+        .replace(
+            "def augmentations(x):", "def augmentations(x):\n    rng = np.random.default_rng()"
+        ),
+        config=OLD,
+        note="a fresh local generator, not the global one",
+    ),
     Valid(
         """
         import numpy
@@ -475,6 +576,16 @@ NumpyGlobalRngLegacyTorch.valid = (
 )
 
 NumpyGlobalRngLegacyTorch.invalid = (
+    Invalid(
+        _HELPER,
+        config=OLD,
+        line=18,
+        severity=Severity.ERROR,
+        message_contains=(
+            "`augmentations()` (via `np.random.uniform`) draws the same numbers in all 4"
+        ),
+        note="a module-level helper of the same file, called from __getitem__ (FSCT)",
+    ),
     Invalid(
         _SEED_004,
         config=OLD,

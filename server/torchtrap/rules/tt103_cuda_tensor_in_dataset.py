@@ -7,17 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from torchtrap.facts.dataloaders import Workers
-from torchtrap.facts.datasets import (
-    DatasetView,
-    Exposure,
-    Judgement,
-    chain_root,
-    dataset_facts,
-    judge,
-    related_message,
-    self_name,
-    self_stores,
-)
+from torchtrap.facts.datasets import DatasetView, chain_root, self_name, self_stores
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.index import enclosing_statement, parent, walk
 from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
@@ -34,6 +24,7 @@ from torchtrap.findings import (
 from torchtrap.fixes.edits import replace
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import Exposure, Judgement, judge, related_message
 from torchtrap.values.remote import remote_uses
 
 # Calls that bring a CUDA tensor back to the host (the chain ends on the CPU).
@@ -182,7 +173,7 @@ class CudaTensorInDataset(Rule):
     requires_text = ("cuda",)
 
     def check(self) -> Iterable[Finding]:
-        datasets = dataset_facts(self.ctx.facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
         reported: set[int] = set()
         for view in datasets.views():
             if not view.mentions(self.ctx.source, CLASS_WORDS):

@@ -7,16 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchtrap.facts.classes import ClassInfo
-from torchtrap.facts.dataloaders import DataLoaderCall, Workers, resolve_value
-from torchtrap.facts.datasets import (
-    Exposure,
-    LoaderStatus,
-    dataset_facts,
-    judge,
-    located_phrase,
-    self_name,
-    self_stores,
-)
+from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.datasets import located_phrase, self_name, self_stores
 from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import is_remote, with_location
@@ -26,6 +18,7 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severit
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -179,10 +172,15 @@ class CudaStatePickledIntoWorkers(Rule):
             if cls is not None and _is_method_of(fn, cls):
                 return self.ctx.facts.classes.get(cls.name)
             return None
-        value = resolve_value(owner, owner, self.ctx.tree)
-        if value is not owner and isinstance(value, ast.Call):
-            return self.ctx.facts.classes.class_of_call(value)
-        return None
+        bound = self.ctx.values.loaders.bound_values(owner, owner)
+        if not isinstance(bound, list) or not bound:
+            return None
+        classes = [
+            self.ctx.facts.classes.class_of_call(v) if isinstance(v, ast.Call) else None
+            for v, _ in bound
+        ]
+        first = classes[0]
+        return first if all(c is first for c in classes) else None
 
     def _partial(self, expr: ast.expr, argument: str, tensors: TensorFacts) -> Carrier | None:
         if not isinstance(expr, ast.Call) or not expr.args:
@@ -202,7 +200,7 @@ class CudaStatePickledIntoWorkers(Rule):
 
     def _datasets(self, tensors: TensorFacts) -> Iterable[Finding]:
         facts = self.ctx.facts
-        datasets = dataset_facts(facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
 
         def status(loader: DataLoaderCall) -> LoaderStatus:
             # A DataLoader in another file: its arguments, its module's

@@ -6,16 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.datasets import (
-    DatasetView,
-    Exposure,
-    LoaderStatus,
-    dataset_facts,
-    judge,
-    located_phrase,
-    self_stores,
-    worker_count,
-)
+from torchtrap.facts.datasets import DatasetView, located_phrase, self_stores, worker_count
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import with_location
 from torchtrap.facts.workers import SHARDING_WORDS, stream_sources
@@ -23,6 +14,7 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Rang
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.structural import can_replace_statements, replace_statements
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
 
 MEASURED = (
@@ -125,7 +117,7 @@ class IterableDatasetNotSharded(Rule):
 
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts
-        datasets = dataset_facts(facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
         for view in datasets.views():
             if not facts.classes.is_iterable_dataset(view.info) or "__iter__" not in view.methods:
                 continue

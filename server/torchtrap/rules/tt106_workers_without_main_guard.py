@@ -12,12 +12,12 @@ from torchtrap.facts.workers import (
     is_main_guard,
     script_statements,
     start_method,
-    starts_workers,
 )
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.names import taken_names
 from torchtrap.fixes.structural import can_move_into_main, move_into_main
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.workers import starts_workers
 
 # What the worker prints under spawn/forkserver (CPython's multiprocessing/spawn.py).
 BOOTSTRAP_ERROR = (
@@ -114,7 +114,7 @@ class WorkersWithoutMainGuard(Rule):
         if not any(d.may_have_workers for d in facts.dataloaders):
             return
         for stmt in script_statements(self.ctx.tree):
-            found = starts_workers(stmt, facts)
+            found = starts_workers(stmt, self.ctx.values)
             if found is None or fork_only(found[1], facts):
                 continue
             yield self._finding(*found)

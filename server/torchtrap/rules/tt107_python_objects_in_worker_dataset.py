@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.datasets import Exposure, dataset_facts, judge, located_phrase, self_stores
+from torchtrap.facts.datasets import located_phrase, self_stores
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import with_location
 from torchtrap.facts.workers import indexed_by_item, python_container
@@ -13,6 +13,7 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.edits import replace
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.datasets import Exposure, judge
 from torchtrap.values.remote import remote_uses
 
 MEASURED = (
@@ -114,7 +115,7 @@ class PythonObjectsInWorkerDataset(Rule):
 
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts
-        datasets = dataset_facts(facts, self.ctx.text)
+        datasets = self.ctx.values.datasets
         for view in datasets.views():
             getitem = view.methods.get("__getitem__")
             if getitem is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchtrap.facts.dataloaders import assigned_value, resolve_value
 from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.index import enclosing_function
 
@@ -36,11 +35,16 @@ def _flow(values: Values, expr: ast.expr, at: ast.AST, depth: int) -> Cuda:
         isinstance(expr.value, ast.Name) and expr.value.id == "self"
     ):
         return Cuda.NO  # args.device, cfg.device: unknown
-    if isinstance(expr, ast.Name) and _is_parameter(expr):
+    if isinstance(expr, ast.Name) and _is_parameter(values, expr):
         return _parameter_default(values, expr, depth)
-    assigned = resolve_value(expr, at, values.tree)
-    if assigned is not expr:
-        return device_cuda(values, assigned, assigned, depth + 1)
+    bound = values.loaders.bound_values(expr, at, depth)
+    if isinstance(bound, list) and bound:
+        # The bindings that reach the use (self.device in any method): CUDA
+        # when every one is, MAYBE when some may be.
+        found = [device_cuda(values, v, where, depth + 1) for v, where in bound]
+        if all(f is Cuda.YES for f in found):
+            return Cuda.YES
+        return Cuda.MAYBE if any(f > Cuda.NO for f in found) else Cuda.NO
     if isinstance(expr, ast.Name):
         imported = _imported(values, expr)
         if imported is not Cuda.NO:
@@ -63,9 +67,9 @@ def _imported(values: Values, name: ast.Name) -> Cuda:
     return Cuda.MAYBE if found == "maybe-cuda" else Cuda.NO
 
 
-def _is_parameter(name: ast.Name) -> bool:
+def _is_parameter(values: Values, name: ast.Name) -> bool:
     """A parameter of the enclosing function that the function never
-    reassigns (resolve_value would look past it, to a module-level name)."""
+    reassigns (its default, not its callers, is what the layer reads here)."""
     fn = enclosing_function(name)
     if fn is None:
         return False
@@ -73,7 +77,8 @@ def _is_parameter(name: ast.Name) -> bool:
     names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     if name.id not in names:
         return False
-    return assigned_value(name.id, name, fn) is None
+    bindings = values.tensors.table(fn).bindings.get(name.id, [])
+    return all(b.stmt is fn for b in bindings)
 
 
 def _parameter_default(values: Values, name: ast.Name, depth: int) -> Cuda:

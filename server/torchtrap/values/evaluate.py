@@ -29,6 +29,8 @@ from torchtrap.facts.tensors import Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values.containers import constant_index, item_at, list_items
+from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
 from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
@@ -59,6 +61,9 @@ class _Context(Protocol):
     facts: ModuleFacts
 
     @property
+    def text(self) -> str: ...
+
+    @property
     def project(self) -> Project | None: ...
 
 
@@ -83,6 +88,7 @@ class Values:
         self._loaders: Loaders | None = None
         self._models: ModelFacts | None = None
         self._loops: LoopFacts | None = None
+        self._datasets: DatasetFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -97,6 +103,16 @@ class Values:
         if self._loaders is None:
             self._loaders = Loaders(self.facts, self.tensors)
         return self._loaders
+
+    @property
+    def datasets(self) -> DatasetFacts:
+        """Which DataLoader receives which dataset class, and the shared
+        "used with workers" judgement (:mod:`torchtrap.values.datasets`)."""
+        if self._datasets is None:
+            ctx = self._ctx()
+            text = ctx.text if ctx is not None else ""
+            self._datasets = DatasetFacts(self.facts, self.loaders, text)
+        return self._datasets
 
     @property
     def models(self) -> ModelFacts:
@@ -338,6 +354,16 @@ class Values:
         return self.tensors.self_attribute_values(at)  # type: ignore[return-value]
 
     def _subscript(self, sub: ast.Subscript, at: ast.AST, depth: int) -> Value:
+        items = list_items(sub.value, at, self.tensors, self.facts.index)
+        if items is not None:
+            # `arr = []; arr.append(x); arr[0]`: x. Any item when the index
+            # is not a constant: they must agree (join), else unknown.
+            chosen = item_at(items, sub.slice)
+            if chosen is not None:
+                return self._eval(chosen[0], chosen[1], depth + 1)
+            if isinstance(sub.slice, ast.Slice) or constant_index(sub.slice) is not None:
+                return UNKNOWN  # a slice, or past the end
+            return join([self._eval(v, stmt, depth + 1) for v, stmt in items])
         base = self._eval(sub.value, at, depth + 1)
         index = sub.slice
         if base.elements is not None:

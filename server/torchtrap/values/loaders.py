@@ -32,6 +32,7 @@ from torchtrap.facts.tensors import (
     outer_scope,
     shadowed,
 )
+from torchtrap.values.containers import appended_before, item_at
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -122,6 +123,11 @@ class Loaders:
             elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
                 items += [(v, where) for v in value.elts]
             elif _empty_container(value) and isinstance(container, ast.Name):
+                ordered = appended_before(container.id, where, at, self.tensors, self.facts.index)
+                chosen = item_at(ordered, key) if ordered is not None and key is not None else None
+                if chosen is not None:
+                    items.append(chosen)  # `ls.append(loader); ls[0]`: that one
+                    continue
                 filled = _filled_items(container.id, where, key)
                 if not filled:
                     return None
