@@ -423,6 +423,14 @@ class Project:
         function = self.function(resolved) if resolved is not None else None
         return function.elements if function is not None else ()
 
+    def return_annotation(self, ref: str) -> tuple[str, ...]:
+        """What a project function's return annotation says it gives
+        (:attr:`~torchtrap.project.summary.FunctionFact.annotated`); () when
+        not a function or nothing is known."""
+        resolved = self.resolve(ref)
+        function = self.function(resolved) if resolved is not None else None
+        return function.annotated if function is not None else ()
+
     def arg_probability(self, arg: ProjectArg) -> str | None:
         """ "sigmoid"/"softmax" when the argument at a call site is one."""
         kind = arg.arg.kind

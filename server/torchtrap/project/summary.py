@@ -27,6 +27,7 @@ from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
+from torchtrap.facts.tensors import TENSOR_ANNOTATIONS
 from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
 from torchtrap.source import SourceText
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 # where results are kept, one call site per callee passing nothing tracked (args ());
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
-SUMMARY_VERSION = 4
+# 5: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`)
+SUMMARY_VERSION = 5
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -159,6 +161,10 @@ class FunctionFact:
     rebuilds: tuple[str, ...] = ()
     # every return a tuple of the same length: each element's kind ("" unknown)
     elements: tuple[str, ...] = ()
+    # The return annotation, when it names tensors: ("tensor",) for
+    # ``-> Tensor``; ("tuple", "tensor", "", ...) element-wise for
+    # ``-> tuple[Tensor, int]`` / ``Tuple[...]`` (not ``tuple[Tensor, ...]``).
+    annotated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -378,8 +384,11 @@ class _Summarizer:
                     if return_words and self._mentions(stmt, return_words)
                     else (None, ())
                 )
+                annotated = (
+                    return_annotation(stmt.returns, imports) if stmt.returns is not None else ()
+                )
                 self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements
+                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements, annotated
                 )
 
     def _layers(
@@ -724,6 +733,53 @@ def _returns(
         if any(elements):
             return None, tuple(elements)
     return None, ()
+
+
+_TUPLES = frozenset({"tuple", "typing.Tuple", "builtins.tuple"})
+
+
+def return_annotation(annotation: ast.expr, imports: ImportTable) -> tuple[str, ...]:
+    """What a return annotation says the function gives (see
+    :attr:`FunctionFact.annotated`): ("tensor",), ("tuple", kind per
+    element), or () when it names no tensor (``Optional[Tensor]``, a
+    variadic ``tuple[Tensor, ...]``, anything else)."""
+    parsed = _unquoted(annotation)
+    if parsed is None:
+        return ()
+    annotation = parsed
+    if _names_tensor(annotation, imports):
+        return ("tensor",)
+    if not isinstance(annotation, ast.Subscript):
+        return ()
+    head = annotation.value
+    qual = imports.qualname(head) or (head.id if isinstance(head, ast.Name) else None)
+    if qual not in _TUPLES or not isinstance(annotation.slice, ast.Tuple):
+        return ()
+    elements = annotation.slice.elts
+    if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements):
+        return ()
+    kinds = tuple(
+        "tensor" if (e := _unquoted(element)) is not None and _names_tensor(e, imports) else ""
+        for element in elements
+    )
+    return ("tuple", *kinds) if any(kinds) else ()
+
+
+def _unquoted(annotation: ast.expr) -> ast.expr | None:
+    """A string annotation (``-> "torch.Tensor"``) parsed; None if it does not parse."""
+    if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
+        return annotation
+    if len(annotation.value) > 200:
+        return None
+    try:
+        parsed = ast.parse(annotation.value.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    return parsed.body
+
+
+def _names_tensor(annotation: ast.expr, imports: ImportTable) -> bool:
+    return imports.qualname(annotation) in TENSOR_ANNOTATIONS
 
 
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
