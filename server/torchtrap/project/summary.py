@@ -30,6 +30,7 @@ from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
 from torchtrap.facts.tensors import TENSOR_ANNOTATIONS
 from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
+from torchtrap.project.passing import PassingSite, made_by, passing_sites
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 # where results are kept, one call site per callee passing nothing tracked (args ());
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
-# 5: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`)
+# 5: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
+# FunctionFact.makes, ModuleSummary.passing / passes_unknown / unknown_methods
 SUMMARY_VERSION = 5
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -165,6 +167,9 @@ class FunctionFact:
     # ``-> Tensor``; ("tuple", "tensor", "", ...) element-wise for
     # ``-> tuple[Tensor, int]`` / ``Tuple[...]`` (not ``tuple[Tensor, ...]``).
     annotated: tuple[str, ...] = ()
+    # every return is the result of calling this project name (``return
+    # Net(...)``, ``model = build(cfg); return model``): a class or a factory
+    makes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,12 @@ class ModuleSummary:
     # module-level names assigned once a value other files may ask about:
     # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
     constants: dict[str, str] = field(default_factory=dict)
+    # Calls that pass a value built here (:mod:`torchtrap.project.passing`),
+    # the other project callees called with arguments, and the methods
+    # called on receivers of unknown class.
+    passing: tuple[PassingSite, ...] = ()
+    passes_unknown: tuple[str, ...] = ()
+    unknown_methods: tuple[str, ...] = ()
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -388,8 +399,41 @@ class _Summarizer:
                     return_annotation(stmt.returns, imports) if stmt.returns is not None else ()
                 )
                 self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements, annotated
+                    stmt.name,
+                    _def_span(stmt),
+                    params,
+                    returns,
+                    rebuilds,
+                    elements,
+                    annotated,
+                    self._makes(stmt),
                 )
+
+    def _makes(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The project name every ``return`` calls (a class or a factory)."""
+        found: set[str | None] = set()
+        for value in _return_values(fn):
+            found.add(made_by(value, self.ref, _maybe_project) if value is not None else None)
+            if None in found or len(found) > 1:
+                return None
+        return found.pop() if found else None
+
+    def passing(self) -> None:
+        """Call sites passing values built here (see :mod:`torchtrap.project.passing`)."""
+        counts = Counter(self.s.assigned)
+        instances = {
+            t.id: stmt.value
+            for stmt in self.top
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(t := stmt.targets[0], ast.Name)
+            and counts[t.id] == 1
+            and isinstance(stmt.value, ast.Call)
+        }
+        s = self.s
+        s.passing, s.passes_unknown, s.unknown_methods = passing_sites(
+            self.tree, self.ref, instances, _maybe_project
+        )
 
     def _layers(
         self, cls: ast.ClassDef, imports: ImportTable
@@ -853,6 +897,7 @@ def summarize(
         if summary.dataloaders or results:
             work.call_sites(facts, imports, results)
     work.instances()
+    work.passing()
     if "set_start_method" in text:
         summary.pins_fork = pins_fork(facts if facts is not None else ModuleFacts(tree))
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):

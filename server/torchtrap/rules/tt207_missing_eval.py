@@ -21,6 +21,7 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -48,7 +49,27 @@ class _Imported:
     qualname: str | None  # "models.Net"; None for a relative import
 
 
-Layer = ast.AST | _Imported
+@dataclass(frozen=True)
+class _Passed:
+    """A parameter with no caller in this file: the models the project's
+    other files pass to it (the value layer's call-site join), asked only
+    once the rest of the pattern matched."""
+
+    function: Function
+    name: str
+
+    def __hash__(self) -> int:
+        return hash((id(self.function), self.name))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Passed)
+            and other.function is self.function
+            and other.name == self.name
+        )
+
+
+Layer = ast.AST | _Imported | _Passed
 
 
 class MissingEval(Rule):
@@ -221,7 +242,9 @@ class MissingEval(Rule):
         # A parameter: what the callers pass, unless a caller switches it.
         sites = self.models.callers_of(function)
         if not sites:
-            return []
+            # No caller here: the callers in other files (`solver.train(net)`
+            # in main.py with `net = build_net()`), asked last.
+            return [_Passed(function, model.id)]
         found: list[Layer] = []
         for site in sites:
             passed = argument_for(site.call, function, model.id)
@@ -256,6 +279,9 @@ class MissingEval(Rule):
         file); an imported class the project does not know adds nothing."""
         found: list[ast.AST] = []
         for layer in layers:
+            if isinstance(layer, _Passed):
+                found.extend(self._passed_layers(layer))
+                continue
             if not isinstance(layer, _Imported):
                 found.append(layer)
                 continue
@@ -263,6 +289,16 @@ class MissingEval(Rule):
                 self._remote[layer] = self._remote_layers(layer)
             found.extend(self._remote[layer])
         return found
+
+    def _passed_layers(self, passed: _Passed) -> list[ast.AST]:
+        project = self.ctx.project  # may raise NeedsProject: the engine asks again
+        layers = passed_model_layers(project, self.ctx.path, passed.function, passed.name)
+        if not layers or project is None:
+            return []
+        return [
+            remote_node(path, span, location(path, span, project.root), qual.rsplit(".", 1)[-1])
+            for path, qual, span in layers
+        ]
 
     def _remote_layers(self, imported: _Imported) -> list[ast.AST]:
         project = self.ctx.project  # may raise NeedsProject: the engine asks again
