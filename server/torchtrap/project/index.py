@@ -512,39 +512,30 @@ class Project:
         return self._table("_passing_by_callee", entries)
 
     @cached_property
-    def _passed_unknown(self) -> dict[str, list[str]]:
-        def entries(summary: ModuleSummary) -> Iterator[tuple[str, str]]:
-            for callee in summary.passes_unknown:
-                ref = self.resolve(callee, summary.path)
-                if ref is not None:
-                    yield ref, summary.path
+    def _called(self) -> dict[str, list[int]]:
+        def entries(summary: ModuleSummary) -> Iterator[tuple[str, int]]:
+            yield from summary.called
 
-        return self._table("_passed_unknown", entries)
-
-    @cached_property
-    def _unknown_methods(self) -> dict[str, list[str]]:
-        def entries(summary: ModuleSummary) -> Iterator[tuple[str, str]]:
-            for name in summary.unknown_methods:
-                yield name, summary.path
-
-        return self._table("_unknown_methods", entries)
+        return self._table("_called", entries)
 
     def passed_values(
-        self, func_ref: str, index: int | None, keyword: str | None, method: str | None = None
+        self, func_ref: str, index: int | None, keyword: str | None
     ) -> list[tuple[str, PassingSite, str]] | None:
         """What every call site in the project passes to ``func_ref``'s
         parameter at ``index`` (counted after ``self`` for a method) or
         named ``keyword``: (path, site, the reference of the project name
-        whose call built it). None when some caller passes anything else
-        (or a method of that name, ``method``, is called on a receiver of
-        unknown class anywhere: it may be this one), and when there is no
-        such caller: unknown, never a guess."""
-        if self._passed_unknown.get(func_ref):
-            return None
-        if method is not None and self._unknown_methods.get(method):
+        whose call built it). None (unknown, never a guess) when there is
+        no such site, when some site passes anything else, and when the
+        function's name is called (with an argument) anywhere in the project
+        text more often than the kept sites call it: another caller, a
+        method of the same name on another class, a call inside an
+        expression."""
+        name = func_ref.rpartition(".")[2]
+        sites = self._passing_by_callee.get(func_ref, ())
+        if not sites or sum(self._called.get(name, ())) != len(sites):
             return None
         found: list[tuple[str, PassingSite, str]] = []
-        for path, site in self._passing_by_callee.get(func_ref, ()):
+        for path, site in sites:
             arg = next(
                 (
                     a

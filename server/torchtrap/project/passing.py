@@ -3,44 +3,55 @@ summary's call sites of *values that are built here* (a model:
 ``Net(...)``, ``make_model(...)``), for a parameter's value as the join over
 its call sites (TT207 asks which model reaches ``validate(net)``).
 
-Plain data, as in :mod:`torchtrap.project.summary`. A site is kept when it
-passes a value this module builds (``make:<ref>``: the result of calling
-the project name ``ref``, a class or a factory: the project tells which);
-every other call of a project callee with arguments is named in
-``ModuleSummary.passes_unknown`` so that a caller that passes something
-else is never missed (callers that disagree: unknown). A method called on a
-receiver whose class is not known here (``x.train(loader)``) is named in
-``ModuleSummary.unknown_methods``: any class's method of that name may be
-the callee.
+Plain data, as in :mod:`torchtrap.project.summary`. A site is kept when a
+statement calls a project name and passes a value built in the module
+(``make:<ref>``: the result of calling the project name ``ref``, a class or
+a factory: the project tells which), in modules that look like drivers
+(:data:`DRIVER_WORDS`). Every call is counted by name (``ModuleSummary.called``:
+``name(x)`` or ``<anything>.name(x)`` with an argument): a parameter's value
+is known only when every call of the function's name in the project is a
+kept site, so that a caller passing something else (callers that disagree),
+a call nested in an expression, or a method of the same name on another
+class all make it unknown. Cheap on purpose: the count reads the calls the
+lint's node index already holds, the sites a walk over statements.
 
-Steps followed in a scope: a local name bound once (``net = Net();
-fit(net)``), the module-level instance of a project class, ``obj.m(...)``
-with ``obj = Cls(...)`` bound once, ``.to()``/``.cuda()`` chains. A value
-whose mode the scope switches (``net.eval()``, ``net.train(False)``) or
-hands to another call named for the mode (``set_eval(net)``) is unknown.
+Steps followed in a scope (the module, a top-level function, a method of a
+top-level class): a local name bound once by ``name = value`` (``net =
+Net(); fit(net)``), ``obj.m(...)`` with ``obj = Cls(...)`` bound once or a
+module-level instance, ``.to()``/``.cuda()`` chains. A value whose mode the
+scope may switch (a line naming it with ``eval``, ``train(...)``, ``infer``
+or ``mode``, other than the call itself) is unknown, and so is a name
+assigned by a walrus anywhere in the scope.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from torchtrap.facts.index import SCOPE_TYPES, walk_scope
 from torchtrap.facts.tensors import MODULE_SELF_METHODS
 
-# Calls named for the mode (as TT207 reads them): a helper that may switch it.
-_MODE_WORDS = ("eval", "infer", "train", "mode")
-# Cost bound: a module with more calls than this keeps no sites (a generated file).
-_MAX_CALLS = 20_000
+# Modules whose call sites are kept: scripts and drivers, where models are
+# built and handed to training and evaluation code (a cost gate: a site not
+# kept only makes the parameter unknown).
+DRIVER_WORDS = ("__main__", "def main(")
+
+
+def is_driver(text: str) -> bool:
+    return any(word in text for word in DRIVER_WORDS)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCKS = ("body", "orelse", "finalbody")
 
 
 @dataclass(frozen=True)
 class PassedArg:
     """One argument: its position (or keyword) and origin: ``make:<ref>``
-    (the result of calling the project name ``ref``, bound to no other
-    value on the way) or "" (anything else)."""
+    (the result of calling the project name ``ref``) or "" (anything else)."""
 
     index: int | None
     keyword: str | None
@@ -60,74 +71,83 @@ class PassingSite:
     splat: bool = False
 
 
-def _words(name: str) -> list[str]:
-    return re.split(r"[._]", name.lower())
+def called_names(calls: Iterable[ast.AST]) -> tuple[tuple[str, int], ...]:
+    """How often each name is called with an argument: ``f(x)``,
+    ``obj.m(x)`` (the attribute's name, whatever the receiver)."""
+    counts: Counter[str] = Counter()
+    for call in calls:
+        if not isinstance(call, ast.Call) or not (call.args or call.keywords):
+            continue
+        func = call.func
+        if func.__class__ is ast.Attribute:
+            counts[func.attr] += 1
+        elif func.__class__ is ast.Name:
+            counts[func.id] += 1
+    return tuple(sorted(counts.items()))
 
 
-def _mode_named(dotted: str | None) -> bool:
-    return any(
-        w.startswith(_MODE_WORDS) and not w.startswith("model") for w in _words(dotted or "")
-    )
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a block and its nested blocks, not of nested defs."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+            continue
+        inner: list[ast.stmt] = []
+        for name in _BLOCKS:
+            inner.extend(getattr(stmt, name, ()))
+        for handler in getattr(stmt, "handlers", ()):
+            inner.extend(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            inner.extend(case.body)
+        stack.extend(reversed(inner))
 
 
 class _Scope:
-    """The calls and single bindings of one function (or the module)."""
+    """The statement-level calls and bindings of one function (or the module)."""
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(
+        self, body: list[ast.stmt], lines: list[str], start: int, args: ast.arguments | None
+    ) -> None:
+        self.start = start  # the line number of lines[0]
+        self.mode_lines: list[int] = []
+        self._walrus: list[str] | None = None
         self.calls: list[ast.Call] = []
-        # name -> what each binding gives (None: bound otherwise: a loop,
-        # ``with``, unpacking, an import, a parameter, a nested def)
         self.bound: dict[str, list[ast.expr | None]] = {}
-        self.inner: list[ast.AST] = []
-        bind = self._bind
-        for child in walk_scope(node):
-            if isinstance(child, ast.Call):
-                self.calls.append(child)
-            elif isinstance(child, SCOPE_TYPES):
-                self.inner.append(child)
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bind(child.name, None)
-            elif isinstance(child, ast.Assign):
-                single = len(child.targets) == 1 and isinstance(child.targets[0], ast.Name)
-                for target in child.targets:
-                    self._targets(target, child.value if single else None)
-            elif isinstance(
-                child, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)
-            ):
-                self._targets(child.target, None)
-            elif isinstance(child, (ast.With, ast.AsyncWith)):
-                for item in child.items:
+        self.lines = lines
+        for stmt in _statements(body):
+            if isinstance(stmt, ast.Assign):
+                single = len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                for target in stmt.targets:
+                    self._targets(target, stmt.value if single else None)
+            elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                self._targets(stmt.target, None)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                for item in stmt.items:
                     if item.optional_vars is not None:
                         self._targets(item.optional_vars, None)
-            elif isinstance(child, ast.NamedExpr):
-                self._targets(child.target, None)
-            elif isinstance(child, (ast.Import, ast.ImportFrom)):
-                for alias in child.names:
-                    bind((alias.asname or alias.name).split(".", 1)[0], None)
-            elif isinstance(child, ast.ExceptHandler) and child.name:
-                bind(child.name, None)
-            elif isinstance(child, (ast.Global, ast.Nonlocal)):
-                for name in child.names:
-                    bind(name, None)
-            elif isinstance(child, ast.Delete):
-                for target in child.targets:
+            elif isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+                self._bind(stmt.name, None)
+                continue
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and args is not None:
+                for alias in stmt.names:  # a function's own import shadows the module's
+                    self._bind((alias.asname or alias.name).split(".", 1)[0], None)
+            elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                for name in stmt.names:
+                    self._bind(name, None)
+            elif isinstance(stmt, ast.Delete):
+                for target in stmt.targets:
                     self._targets(target, None)
-        args = getattr(node, "args", None)
-        if isinstance(args, ast.arguments):
+            value = getattr(stmt, "value", None)
+            if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)) and isinstance(
+                value, ast.Call
+            ):
+                self.calls.append(value)
+        if args is not None:
             for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
                 if arg is not None:
-                    bind(arg.arg, None)
+                    self._bind(arg.arg, None)
 
     def _bind(self, name: str, value: ast.expr | None) -> None:
         self.bound.setdefault(name, []).append(value)
@@ -143,62 +163,87 @@ class _Scope:
     def single(self, name: str) -> ast.expr | None:
         """The value a name is bound to, when bound exactly once, by ``name = value``."""
         values = self.bound.get(name)
-        return values[0] if values is not None and len(values) == 1 else None
+        if values is None or len(values) != 1:
+            return None
+        if self._walrus is None:
+            self._walrus = [line for line in self.lines if ":=" in line]
+        if any(name in line for line in self._walrus):
+            return None  # may also be bound inside an expression
+        return values[0]
 
-    def switched(self, site: ast.Call) -> set[str]:
-        """Root names whose mode this scope switches, or hands to a call
-        named for the mode other than ``site``."""
-        names: set[str] = set()
-        for call in self.calls:
-            func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
-                given = call.args[0] if call.args else next((k.value for k in call.keywords), None)
-                if func.attr == "eval" or not (
-                    given is None or (isinstance(given, ast.Constant) and given.value is True)
-                ):
-                    root = _dotted(func.value)
-                    if root:
-                        names.add(root.split(".", 1)[0])
+    def switched(self, name: str, site: ast.Call) -> bool:
+        """May this scope switch the mode of ``name``: a line (other than
+        the site's) that names it with a mode word."""
+        first, last = site.lineno, site.end_lineno or site.lineno
+        word: re.Pattern[str] | None = None
+        end = self.start + len(self.lines)
+        for number in self.mode_lines:
+            if not self.start <= number < end or first <= number <= last:
                 continue
-            if call is not site and _mode_named(_dotted(func)):
-                for arg in (*call.args, *(k.value for k in call.keywords)):
-                    root = _dotted(arg.value if isinstance(arg, ast.Starred) else arg)
-                    if root:
-                        names.add(root.split(".", 1)[0])
-        return names
+            line = self.lines[number - self.start]
+            if name not in line:
+                continue
+            word = word or re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+            if word.search(line):
+                return True
+        return False
+
+
+def _mode_lines(text: str) -> list[int]:
+    """Line numbers holding a mode word (``eval``, ``infer``, ``mode`` but
+    not ``model``, ``.train(<not True>)``): plain string scans, a superset."""
+    found: set[int] = set()
+    for word in ("eval", "infer", "mode", ".train("):
+        at = text.find(word)
+        while at != -1:
+            after = text[at + len(word) : at + len(word) + 4]
+            if not (word == "mode" and after[:1] == "l") and not (
+                word == ".train(" and (after[:1] == ")" or after == "True")
+            ):
+                found.add(text.count("\n", 0, at) + 1)
+            at = text.find(word, at + 1)
+    return sorted(found)
 
 
 def passing_sites(
     tree: ast.Module,
+    lines: list[str],
     ref: Callable[[ast.AST], str | None],
     module_instances: Mapping[str, ast.expr],
     is_project: Callable[[str], bool],
-) -> tuple[tuple[PassingSite, ...], tuple[str, ...], tuple[str, ...]]:
-    """(sites passing a value built here, other project callees called with
-    arguments, methods called on a receiver of unknown class)."""
+) -> tuple[PassingSite, ...]:
+    """The statement-level calls that pass a value built in the module."""
     sites: list[PassingSite] = []
-    unknown: set[str] = set()
-    methods: set[str] = set()
-    todo: list[ast.AST] = [tree]
-    seen = 0
-    while todo:
-        scope = _Scope(todo.pop())
-        todo.extend(scope.inner)
-        seen += len(scope.calls)
-        if seen > _MAX_CALLS:
-            return (), (), ()
+    mode_lines = _mode_lines("\n".join(lines))
+    for body, args, first, last in _scopes(tree):
+        scope = _Scope(body, lines[first - 1 : last], first, args)
+        scope.mode_lines = mode_lines
         for call in scope.calls:
             if not call.args and not call.keywords:
                 continue
-            callee = _callee(call.func, scope, ref, module_instances, is_project, methods)
+            callee = _callee(call.func, scope, ref, module_instances, is_project)
             if callee is None:
                 continue
-            args, splat, made = _arguments(call, scope, ref, is_project)
+            passed, splat, made = _arguments(call, scope, ref, is_project)
             if made:
-                sites.append(PassingSite(callee, call.lineno, call.col_offset, args, splat))
-            else:
-                unknown.add(callee)
-    return tuple(sites), tuple(sorted(unknown)), tuple(sorted(methods))
+                sites.append(PassingSite(callee, call.lineno, call.col_offset, passed, splat))
+    return tuple(sites)
+
+
+def _scopes(
+    tree: ast.Module,
+) -> Iterator[tuple[list[ast.stmt], ast.arguments | None, int, int]]:
+    """(body, parameters, first line, last line): the module, its top-level
+    functions and the methods of its top-level classes."""
+    end = max((getattr(s, "end_lineno", 0) or 0 for s in tree.body), default=0)
+    yield tree.body, None, 1, end
+    for stmt in tree.body:
+        methods: list[ast.stmt] = [stmt]
+        if isinstance(stmt, ast.ClassDef):
+            methods = list(stmt.body)
+        for fn in methods:
+            if isinstance(fn, _FUNCTIONS):
+                yield fn.body, fn.args, fn.lineno, fn.end_lineno or fn.lineno
 
 
 def _callee(
@@ -207,7 +252,6 @@ def _callee(
     ref: Callable[[ast.AST], str | None],
     module_instances: Mapping[str, ast.expr],
     is_project: Callable[[str], bool],
-    methods: set[str],
 ) -> str | None:
     if isinstance(func, ast.Name):
         if func.id in scope.bound:
@@ -223,26 +267,20 @@ def _callee(
         if receiver.id in scope.bound:
             made = scope.single(receiver.id)
             owner = made_by(made, ref, is_project) if made is not None else None
-            if owner is not None:
-                return f"{owner}.{func.attr}"
-            methods.add(func.attr)
-            return None
+            return f"{owner}.{func.attr}" if owner is not None else None
         if receiver.id in module_instances:
             owner = made_by(module_instances[receiver.id], ref, is_project)
             if owner is not None:
                 return f"{owner}.{func.attr}"
     found = ref(func)
-    if found is not None:
-        return found if is_project(found) else None
-    methods.add(func.attr)
-    return None
+    return found if found is not None and is_project(found) else None
 
 
 def made_by(
     value: ast.expr, ref: Callable[[ast.AST], str | None], is_project: Callable[[str], bool]
 ) -> str | None:
     """``Net(...)`` (through ``.to()``/``.cuda()``): the callee's reference;
-    None when not a call of a project name, or switched to eval on the way."""
+    None when not a call of a project name, or its mode is set on the way."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
@@ -266,7 +304,6 @@ def _arguments(
     args: list[PassedArg] = []
     splat = False
     made_any = False
-    switched: set[str] | None = None
     given: list[tuple[int | None, str | None, ast.expr]] = [
         *((i, None, a) for i, a in enumerate(call.args)),
         *((None, k.arg, k.value) for k in call.keywords),
@@ -275,19 +312,14 @@ def _arguments(
         if isinstance(value, ast.Starred) or (index is None and keyword is None):
             splat = True
             continue
-        origin = ""
         made: str | None = None
         if isinstance(value, ast.Name):
             bound = scope.single(value.id)
-            if bound is not None:
-                if switched is None:
-                    switched = scope.switched(call)
-                if value.id not in switched:
-                    made = made_by(bound, ref, is_project)
+            if bound is not None and not scope.switched(value.id, call):
+                made = made_by(bound, ref, is_project)
         elif isinstance(value, ast.Call):
             made = made_by(value, ref, is_project)
         if made is not None:
-            origin = f"make:{made}"
             made_any = True
-        args.append(PassedArg(index, keyword, origin))
+        args.append(PassedArg(index, keyword, f"make:{made}" if made is not None else ""))
     return tuple(args), splat, made_any

@@ -29,8 +29,14 @@ from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
 from torchtrap.facts.tensors import TENSOR_ANNOTATIONS
 from torchtrap.facts.workers import pins_fork
-from torchtrap.findings import Range
-from torchtrap.project.passing import PassingSite, made_by, passing_sites
+from torchtrap.findings import Position, Range
+from torchtrap.project.passing import (
+    PassingSite,
+    called_names,
+    is_driver,
+    made_by,
+    passing_sites,
+)
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
@@ -43,7 +49,7 @@ if TYPE_CHECKING:
 # ModuleSummary.constants (module-level CUDA devices); FunctionFact.elements
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
 # 5: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
-# FunctionFact.makes, ModuleSummary.passing / passes_unknown / unknown_methods
+# FunctionFact.makes, ModuleSummary.passing / called
 SUMMARY_VERSION = 5
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
@@ -225,12 +231,10 @@ class ModuleSummary:
     # module-level names assigned once a value other files may ask about:
     # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
     constants: dict[str, str] = field(default_factory=dict)
-    # Calls that pass a value built here (:mod:`torchtrap.project.passing`),
-    # the other project callees called with arguments, and the methods
-    # called on receivers of unknown class.
+    # Calls that pass a value built here, and how often each name is called
+    # with an argument in the text (:mod:`torchtrap.project.passing`).
     passing: tuple[PassingSite, ...] = ()
-    passes_unknown: tuple[str, ...] = ()
-    unknown_methods: tuple[str, ...] = ()
+    called: tuple[tuple[str, int], ...] = ()
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -410,16 +414,32 @@ class _Summarizer:
                 )
 
     def _makes(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-        """The project name every ``return`` calls (a class or a factory)."""
+        """The project name every ``return`` calls (a class or a factory).
+        Only returns directly in the body are read: a function whose text
+        holds the word ``return`` more often (a nested return, a nested
+        function, a comment) is not followed (cheap: no walk)."""
+        returns = [s.value for s in fn.body if isinstance(s, ast.Return)]
+        if not returns or not all(isinstance(r, (ast.Call, ast.Name)) for r in returns):
+            return None
+        first = self.source.offset(Position(fn.lineno, 0))
+        last = self.source.offset(Position((fn.end_lineno or fn.lineno) + 1, 0))
+        if self.text.count("return", first, last) != len(returns):
+            return None
+        assigned = _assigned_names(fn) if any(isinstance(r, ast.Name) for r in returns) else {}
         found: set[str | None] = set()
-        for value in _return_values(fn):
+        for value in returns:
+            value = _follow(value, assigned)
             found.add(made_by(value, self.ref, _maybe_project) if value is not None else None)
             if None in found or len(found) > 1:
                 return None
         return found.pop() if found else None
 
-    def passing(self) -> None:
+    def passing(self, facts: ModuleFacts | None) -> None:
         """Call sites passing values built here (see :mod:`torchtrap.project.passing`)."""
+        calls = facts.index.of(ast.Call) if facts is not None else walk(self.tree)
+        self.s.called = called_names(calls)
+        if not is_driver(self.text):
+            return
         counts = Counter(self.s.assigned)
         instances = {
             t.id: stmt.value
@@ -430,9 +450,8 @@ class _Summarizer:
             and counts[t.id] == 1
             and isinstance(stmt.value, ast.Call)
         }
-        s = self.s
-        s.passing, s.passes_unknown, s.unknown_methods = passing_sites(
-            self.tree, self.ref, instances, _maybe_project
+        self.s.passing = passing_sites(
+            self.tree, self.source.lines, self.ref, instances, _maybe_project
         )
 
     def _layers(
@@ -897,7 +916,7 @@ def summarize(
         if summary.dataloaders or results:
             work.call_sites(facts, imports, results)
     work.instances()
-    work.passing()
+    work.passing(facts)
     if "set_start_method" in text:
         summary.pins_fork = pins_fork(facts if facts is not None else ModuleFacts(tree))
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):

@@ -168,7 +168,7 @@ def passed_model_layers(
     if base is None:
         return None
     ref = f"{base}.{function.name}" if method is not None else base
-    passed = project.passed_values(ref, index, keyword, method)
+    passed = project.passed_values(ref, index, keyword)
     if passed is None:
         return None
     found: list[tuple[str, str, Span]] = []
