@@ -416,12 +416,17 @@ class _Summarizer:
     def _makes(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
         """The project name every ``return`` calls (a class or a factory).
         Only returns directly in the body are read: a function whose text
-        holds the word ``return`` more often (a nested return, a nested
-        function, a comment) is not followed (cheap: no walk)."""
+        holds the word ``return`` more often after its docstring (a nested
+        return, a nested function, a comment) is not followed (cheap: no walk)."""
         returns = [s.value for s in fn.body if isinstance(s, ast.Return)]
         if not returns or not all(isinstance(r, (ast.Call, ast.Name)) for r in returns):
             return None
-        first = self.source.offset(Position(fn.lineno, 0))
+        body = fn.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring ("Returns a model ...") does not count
+        if not body:
+            return None
+        first = self.source.offset(Position(body[0].lineno, 0))
         last = self.source.offset(Position((fn.end_lineno or fn.lineno) + 1, 0))
         if self.text.count("return", first, last) != len(returns):
             return None
