@@ -304,3 +304,36 @@ def test_the_project_joins_the_call_sites(tmp_path: Path) -> None:
     assert project.made_class("nets.build_deep") == "nets.Net"
     assert project.made_class("nets._build") is None
     assert project.passed_values("evaluate.evaluate", 1, "loader") is None  # constants: unknown
+
+
+def test_factory_cycles_and_self_calls_are_bounded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "nets.py": "def a():\n    return b()\n\n\ndef b():\n    return a()\n",
+            "evaluate.py": """
+                import torch
+
+                def evaluate(model, n):
+                    with torch.no_grad():
+                        model(n)
+                    if n:
+                        evaluate(model, n - 1)
+            """,
+            "main.py": """
+                from nets import a
+                from evaluate import evaluate
+
+                if __name__ == "__main__":
+                    evaluate(a(), 3)
+            """,
+        },
+    )
+    assert _tt207(capsys, root) == []
+    summaries = [
+        summarize_source(p.read_text(), str(p), (p.stem, False)) for p in sorted(root.glob("*.py"))
+    ]
+    project = Project([s for s in summaries if s is not None])
+    assert project.made_class("nets.a") is None  # a -> b -> a: past the cut-off, unknown

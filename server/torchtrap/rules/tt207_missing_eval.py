@@ -94,11 +94,20 @@ class MissingEval(Rule):
     `__init__` builds `nn.Dropout*`/`nn.BatchNorm*` layers, and the finding
     points at the layer in that file.
 
-    Silent when the model is unknown (built by a factory function, a
-    third-party class such as `timm.create_model(...)`, passed in from
-    another file, a class whose layers are built in a way the index does
-    not record, or with a base outside the project that may not be an
-    `nn.Module`), when its class has neither layer (or `nn.Dropout(0.0)`,
+    A model may also be passed in from another file: a function or method
+    without callers in its own file (`Solver.test(model)`, called by
+    `Solver.train`, called from `main.py` as `solver.train(net)` with
+    `solver = Solver(...)` and `net = vgg16_bn()`) holds what the project's
+    call sites pass, when every call of that name in the project is such a
+    site, each passes a model built by a project class or factory (followed
+    to the class), and none of them switches its mode.
+
+    Silent when the model is unknown (built by a factory whose class is not
+    known, a third-party class such as `timm.create_model(...)`, passed in
+    from another file by a caller that passes anything else, switches the
+    mode, or calls it inside an expression; a class whose layers are built
+    in a way the index does not record, or with a base outside the project
+    that may not be an `nn.Module`), when its class has neither layer (or `nn.Dropout(0.0)`,
     `track_running_stats=False`), when the function also trains (calls
     `.backward()`, `.step()`, `zero_grad()`: a target or a teacher's output
     computed inside a training step), when the input is a dummy tensor
