@@ -38,6 +38,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from torchtrap.facts.classes import MODULE_BASES
+from torchtrap.project.passing import PassingSite
 from torchtrap.project.summary import (
     UNTRACKED,
     ArgFact,
@@ -423,6 +424,14 @@ class Project:
         function = self.function(resolved) if resolved is not None else None
         return function.elements if function is not None else ()
 
+    def return_annotation(self, ref: str) -> tuple[str, ...]:
+        """What a project function's return annotation says it gives
+        (:attr:`~torchtrap.project.summary.FunctionFact.annotated`); () when
+        not a function or nothing is known."""
+        resolved = self.resolve(ref)
+        function = self.function(resolved) if resolved is not None else None
+        return function.annotated if function is not None else ()
+
     def arg_probability(self, arg: ProjectArg) -> str | None:
         """ "sigmoid"/"softmax" when the argument at a call site is one."""
         kind = arg.arg.kind
@@ -490,6 +499,76 @@ class Project:
                 ):
                     out.append(ProjectArg(path, site, arg))
         return out
+
+    # -- values passed to parameters (project.passing) -------------------------
+    @cached_property
+    def _passing_by_callee(self) -> dict[str, list[tuple[str, PassingSite]]]:
+        def entries(summary: ModuleSummary) -> Iterator[tuple[str, tuple[str, PassingSite]]]:
+            for site in summary.passing:
+                ref = self.resolve(site.callee, summary.path)
+                if ref is not None:
+                    yield ref, (summary.path, site)
+
+        return self._table("_passing_by_callee", entries)
+
+    @cached_property
+    def _called(self) -> dict[str, list[int]]:
+        def entries(summary: ModuleSummary) -> Iterator[tuple[str, int]]:
+            yield from summary.called
+
+        return self._table("_called", entries)
+
+    def passed_values(
+        self, func_ref: str, index: int | None, keyword: str | None
+    ) -> list[tuple[str, PassingSite, str]] | None:
+        """What every call site in the project passes to ``func_ref``'s
+        parameter at ``index`` (counted after ``self`` for a method) or
+        named ``keyword``: (path, site, the reference of the project name
+        whose call built it). None (unknown, never a guess) when there is
+        no such site, when some site passes anything else, and when the
+        function's name is called (with an argument) anywhere in the project
+        text more often than the kept sites call it: another caller, a
+        method of the same name on another class, a call inside an
+        expression."""
+        name = func_ref.rpartition(".")[2]
+        sites = self._passing_by_callee.get(func_ref, ())
+        if not sites or sum(self._called.get(name, ())) != len(sites):
+            return None
+        found: list[tuple[str, PassingSite, str]] = []
+        for path, site in sites:
+            arg = next(
+                (
+                    a
+                    for a in site.args
+                    if (index is not None and a.index == index)
+                    or (keyword is not None and a.keyword == keyword)
+                ),
+                None,
+            )
+            if arg is None:
+                if site.splat:
+                    return None  # *args/**kwargs may pass it
+                continue  # not passed: the parameter's default
+            if not arg.origin.startswith("make:"):
+                return None
+            found.append((path, site, arg.origin[5:]))
+        return found or None
+
+    def made_class(self, ref: str, importer: str | None = None, _depth: int = 0) -> str | None:
+        """The project class whose instance calling ``ref`` gives: the class
+        itself, or what a factory function returns (``vgg16_bn`` → ``_vgg`` →
+        ``VGG``), at most four factories deep; None when unknown."""
+        resolved = self.resolve(ref, importer)
+        if resolved is None or _depth > 4:
+            return None
+        if self.class_fact(resolved) is not None:
+            return resolved
+        function = self.function(resolved)
+        if function is None or function.makes is None:
+            return None
+        found = self._split(resolved)
+        where = found[0].path if found is not None else None
+        return self.made_class(function.makes, where, _depth + 1)
 
     def call_sites(self, func_ref: str) -> list[tuple[str, CallSite]]:
         """Every call site of ``func_ref`` that passes a tracked argument."""

@@ -27,9 +27,16 @@ from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, TensorFacts
 from torchtrap.facts.workers import pins_fork
-from torchtrap.findings import Range
+from torchtrap.findings import Position, Range
+from torchtrap.project.passing import (
+    PassingSite,
+    called_names,
+    is_driver,
+    made_by,
+    passing_sites,
+)
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
@@ -43,7 +50,9 @@ if TYPE_CHECKING:
 # 4: worker_init_fn effects record the dataset methods it calls ("name()")
 # 5: LoaderFact.dataset follows the reaching bindings the value layer uses
 # (flow-sensitive: the binding before the use, not the first after it)
-SUMMARY_VERSION = 5
+# 6: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
+# FunctionFact.makes, ModuleSummary.passing / called
+SUMMARY_VERSION = 6
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -162,6 +171,13 @@ class FunctionFact:
     rebuilds: tuple[str, ...] = ()
     # every return a tuple of the same length: each element's kind ("" unknown)
     elements: tuple[str, ...] = ()
+    # The return annotation, when it names tensors: ("tensor",) for
+    # ``-> Tensor``; ("tuple", "tensor", "", ...) element-wise for
+    # ``-> tuple[Tensor, int]`` / ``Tuple[...]`` (not ``tuple[Tensor, ...]``).
+    annotated: tuple[str, ...] = ()
+    # every return is the result of calling this project name (``return
+    # Net(...)``, ``model = build(cfg); return model``): a class or a factory
+    makes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +233,10 @@ class ModuleSummary:
     # module-level names assigned once a value other files may ask about:
     # "cuda" / "maybe-cuda" (a device: torch.device("cuda" if ok else "cpu"))
     constants: dict[str, str] = field(default_factory=dict)
+    # Calls that pass a value built here, and how often each name is called
+    # with an argument in the text (:mod:`torchtrap.project.passing`).
+    passing: tuple[PassingSite, ...] = ()
+    called: tuple[tuple[str, int], ...] = ()
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -381,9 +401,65 @@ class _Summarizer:
                     if return_words and self._mentions(stmt, return_words)
                     else (None, ())
                 )
-                self.s.functions[stmt.name] = FunctionFact(
-                    stmt.name, _def_span(stmt), params, returns, rebuilds, elements
+                annotated = (
+                    return_annotation(stmt.returns, imports) if stmt.returns is not None else ()
                 )
+                self.s.functions[stmt.name] = FunctionFact(
+                    stmt.name,
+                    _def_span(stmt),
+                    params,
+                    returns,
+                    rebuilds,
+                    elements,
+                    annotated,
+                    self._makes(stmt),
+                )
+
+    def _makes(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The project name every ``return`` calls (a class or a factory).
+        Only returns directly in the body are read: a function whose text
+        holds the word ``return`` more often after its docstring (a nested
+        return, a nested function, a comment) is not followed (cheap: no walk)."""
+        returns = [s.value for s in fn.body if isinstance(s, ast.Return)]
+        if not returns or not all(isinstance(r, (ast.Call, ast.Name)) for r in returns):
+            return None
+        body = fn.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring ("Returns a model ...") does not count
+        if not body:
+            return None
+        first = self.source.offset(Position(body[0].lineno, 0))
+        last = self.source.offset(Position((fn.end_lineno or fn.lineno) + 1, 0))
+        if self.text.count("return", first, last) != len(returns):
+            return None
+        assigned = _assigned_names(fn) if any(isinstance(r, ast.Name) for r in returns) else {}
+        found: set[str | None] = set()
+        for value in returns:
+            value = _follow(value, assigned)
+            found.add(made_by(value, self.ref, _maybe_project) if value is not None else None)
+            if None in found or len(found) > 1:
+                return None
+        return found.pop() if found else None
+
+    def passing(self, facts: ModuleFacts | None) -> None:
+        """Call sites passing values built here (see :mod:`torchtrap.project.passing`)."""
+        calls = facts.index.of(ast.Call) if facts is not None else walk(self.tree)
+        self.s.called = called_names(calls)
+        if not is_driver(self.text):
+            return
+        counts = Counter(self.s.assigned)
+        instances = {
+            t.id: stmt.value
+            for stmt in self.top
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(t := stmt.targets[0], ast.Name)
+            and counts[t.id] == 1
+            and isinstance(stmt.value, ast.Call)
+        }
+        self.s.passing = passing_sites(
+            self.tree, self.source.lines, self.ref, instances, _maybe_project
+        )
 
     def _layers(
         self, cls: ast.ClassDef, imports: ImportTable
@@ -764,6 +840,53 @@ def _returns(
     return None, ()
 
 
+_TUPLES = frozenset({"tuple", "typing.Tuple", "builtins.tuple"})
+
+
+def return_annotation(annotation: ast.expr, imports: ImportTable) -> tuple[str, ...]:
+    """What a return annotation says the function gives (see
+    :attr:`FunctionFact.annotated`): ("tensor",), ("tuple", kind per
+    element), or () when it names no tensor (``Optional[Tensor]``, a
+    variadic ``tuple[Tensor, ...]``, anything else)."""
+    parsed = _unquoted(annotation)
+    if parsed is None:
+        return ()
+    annotation = parsed
+    if _names_tensor(annotation, imports):
+        return ("tensor",)
+    if not isinstance(annotation, ast.Subscript):
+        return ()
+    head = annotation.value
+    qual = imports.qualname(head) or (head.id if isinstance(head, ast.Name) else None)
+    if qual not in _TUPLES or not isinstance(annotation.slice, ast.Tuple):
+        return ()
+    elements = annotation.slice.elts
+    if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements):
+        return ()
+    kinds = tuple(
+        "tensor" if (e := _unquoted(element)) is not None and _names_tensor(e, imports) else ""
+        for element in elements
+    )
+    return ("tuple", *kinds) if any(kinds) else ()
+
+
+def _unquoted(annotation: ast.expr) -> ast.expr | None:
+    """A string annotation (``-> "torch.Tensor"``) parsed; None if it does not parse."""
+    if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
+        return annotation
+    if len(annotation.value) > 200:
+        return None
+    try:
+        parsed = ast.parse(annotation.value.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    return parsed.body
+
+
+def _names_tensor(annotation: ast.expr, imports: ImportTable) -> bool:
+    return imports.qualname(annotation) in TENSOR_ANNOTATIONS
+
+
 _RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
 
 
@@ -835,6 +958,7 @@ def summarize(
         if summary.dataloaders or results:
             work.call_sites(facts, imports, results)
     work.instances()
+    work.passing(facts)
     if "set_start_method" in text:
         summary.pins_fork = pins_fork(facts if facts is not None else ModuleFacts(tree))
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):

@@ -10,6 +10,7 @@ from torchtrap.facts.tensors import ELEMENTWISE, Kind, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind as ValueKind
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -197,6 +198,11 @@ class DiscardedOutOfPlaceResult(Rule):
             return False
         if name == "type" and not call.args and not call.keywords:
             return False  # `x.type()` is a query
+        value = self.ctx.values.of(receiver, stmt)
+        if value.definite and value.kind is ValueKind.MODULE:
+            return False
+        if value.definite and value.kind is ValueKind.TENSOR:
+            return True  # also returned by a project function (`-> tuple[Tensor, Tensor]`)
         kind = self.tensors.kind_of(receiver, stmt)
         if kind is Kind.MODULE:
             return False
@@ -603,6 +609,23 @@ class DiscardedOutOfPlaceResult(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+
+            def split(x, y) -> tuple[torch.Tensor, torch.Tensor]:
+                order = torch.randperm(len(x))
+                return x[order], y[order]
+
+            def fit(x, y, device):
+                train_x, train_y = split(x, y)
+                train_x.to(device)
+                return train_x, train_y
+            """,
+            line=10,
+            message_contains="`train_x` is unchanged",
+            note="a tuple returned by a function annotated `-> tuple[Tensor, Tensor]`, unpacked",
+        ),
         Invalid(
             """
             import torch

@@ -21,6 +21,7 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -48,7 +49,27 @@ class _Imported:
     qualname: str | None  # "models.Net"; None for a relative import
 
 
-Layer = ast.AST | _Imported
+@dataclass(frozen=True)
+class _Passed:
+    """A parameter with no caller in this file: the models the project's
+    other files pass to it (the value layer's call-site join), asked only
+    once the rest of the pattern matched."""
+
+    function: Function
+    name: str
+
+    def __hash__(self) -> int:
+        return hash((id(self.function), self.name))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Passed)
+            and other.function is self.function
+            and other.name == self.name
+        )
+
+
+Layer = ast.AST | _Imported | _Passed
 
 
 class MissingEval(Rule):
@@ -73,11 +94,20 @@ class MissingEval(Rule):
     `__init__` builds `nn.Dropout*`/`nn.BatchNorm*` layers, and the finding
     points at the layer in that file.
 
-    Silent when the model is unknown (built by a factory function, a
-    third-party class such as `timm.create_model(...)`, passed in from
-    another file, a class whose layers are built in a way the index does
-    not record, or with a base outside the project that may not be an
-    `nn.Module`), when its class has neither layer (or `nn.Dropout(0.0)`,
+    A model may also be passed in from another file: a function or method
+    without callers in its own file (`Solver.test(model)`, called by
+    `Solver.train`, called from `main.py` as `solver.train(net)` with
+    `solver = Solver(...)` and `net = vgg16_bn()`) holds what the project's
+    call sites pass, when every call of that name in the project is such a
+    site, each passes a model built by a project class or factory (followed
+    to the class), and none of them switches its mode.
+
+    Silent when the model is unknown (built by a factory whose class is not
+    known, a third-party class such as `timm.create_model(...)`, passed in
+    from another file by a caller that passes anything else, switches the
+    mode, or calls it inside an expression; a class whose layers are built
+    in a way the index does not record, or with a base outside the project
+    that may not be an `nn.Module`), when its class has neither layer (or `nn.Dropout(0.0)`,
     `track_running_stats=False`), when the function also trains (calls
     `.backward()`, `.step()`, `zero_grad()`: a target or a teacher's output
     computed inside a training step), when the input is a dummy tensor
@@ -221,7 +251,9 @@ class MissingEval(Rule):
         # A parameter: what the callers pass, unless a caller switches it.
         sites = self.models.callers_of(function)
         if not sites:
-            return []
+            # No caller here: the callers in other files (`solver.train(net)`
+            # in main.py with `net = build_net()`), asked last.
+            return [_Passed(function, model.id)]
         found: list[Layer] = []
         for site in sites:
             passed = argument_for(site.call, function, model.id)
@@ -256,6 +288,9 @@ class MissingEval(Rule):
         file); an imported class the project does not know adds nothing."""
         found: list[ast.AST] = []
         for layer in layers:
+            if isinstance(layer, _Passed):
+                found.extend(self._passed_layers(layer))
+                continue
             if not isinstance(layer, _Imported):
                 found.append(layer)
                 continue
@@ -263,6 +298,16 @@ class MissingEval(Rule):
                 self._remote[layer] = self._remote_layers(layer)
             found.extend(self._remote[layer])
         return found
+
+    def _passed_layers(self, passed: _Passed) -> list[ast.AST]:
+        project = self.ctx.project  # may raise NeedsProject: the engine asks again
+        layers = passed_model_layers(project, self.ctx.path, passed.function, passed.name)
+        if not layers or project is None:
+            return []
+        return [
+            remote_node(path, span, location(path, span, project.root), qual.rsplit(".", 1)[-1])
+            for path, qual, span in layers
+        ]
 
     def _remote_layers(self, imported: _Imported) -> list[ast.AST]:
         project = self.ctx.project  # may raise NeedsProject: the engine asks again

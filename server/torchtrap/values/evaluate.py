@@ -25,7 +25,7 @@ from torchtrap.facts.devices import Cuda
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
-from torchtrap.facts.tensors import Binding, TensorFacts
+from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, Binding, TensorFacts
 from torchtrap.facts.tensors import Kind as SyntaxKind
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
@@ -200,7 +200,9 @@ class Values:
         callee = self._eval(func, at, depth + 1)
         if callee.output is not None:
             return self._called(callee, call)
-        if isinstance(func, ast.Name) and func.id in self._module_names():
+        if isinstance(func, ast.Name) and (
+            func.id in self._module_names() or func.id in self.models.relative_imports
+        ):
             return self._project_call(func, call)
         return UNKNOWN
 
@@ -315,7 +317,10 @@ class Values:
         for binding in reach.bindings:
             stmt = binding.stmt
             if isinstance(stmt, _FUNCTIONS) and binding.value is None:
-                found.append(self._parameter(name.id, stmt, depth))
+                value = self._parameter(name.id, stmt, depth)
+                if not value.known and self._tensor_annotation(binding.annotation):
+                    value = tensor()  # `x: torch.Tensor`
+                found.append(value)
             elif binding.value is not None:
                 found.append(self._eval(binding.value, stmt, depth + 1))
             elif binding.path and binding.loop_iter is None and isinstance(stmt, ast.Assign):
@@ -325,6 +330,16 @@ class Values:
         if not reach.complete and not _both_branches(reach.bindings, at):
             found.append(UNKNOWN)  # the name may come from before the branch
         return join(found).via(name.id)
+
+    def _tensor_annotation(self, annotation: ast.expr | None) -> bool:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            if len(annotation.value) > 100:
+                return False
+            try:  # `x: "torch.Tensor"`
+                annotation = ast.parse(annotation.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError):
+                return False
+        return annotation is not None and self.imports.qualname(annotation) in TENSOR_ANNOTATIONS
 
     def _module_level(self, name: str, at: ast.AST, depth: int) -> Value:
         scope = enclosing_scope(at)
@@ -442,18 +457,30 @@ class Values:
             output = tensor(self._remote_probability(project, ref, kind, call))
             return Value(Kind.MODULE, output=output)
         kind = project.probability_of(ref)
-        if kind is None:
-            elements = project.returned_elements(ref)
-            if not elements:
-                return UNKNOWN
-            return Value(
-                Kind.TUPLE,
-                elements=tuple(
-                    tensor(self._remote_probability(project, ref, e, call)) if e else UNKNOWN
-                    for e in elements
-                ),
-            )
-        return tensor(self._remote_probability(project, ref, kind, call))
+        if kind is not None:
+            return tensor(self._remote_probability(project, ref, kind, call))
+        # The return annotation adds "a tensor" where the returns say no more.
+        annotated = project.return_annotation(ref)
+        elements = project.returned_elements(ref)
+        if annotated[:1] == ("tensor",):
+            return tensor()
+        marked = annotated[1:] if annotated[:1] == ("tuple",) else ()
+        if elements and marked and len(elements) != len(marked):
+            marked = ()  # the returns and the annotation disagree: believe neither's length
+        if not elements and not marked:
+            return UNKNOWN
+        count = len(elements or marked)
+        return Value(
+            Kind.TUPLE,
+            elements=tuple(
+                tensor(self._remote_probability(project, ref, elements[i], call))
+                if elements and elements[i]
+                else tensor()
+                if marked and marked[i]
+                else UNKNOWN
+                for i in range(count)
+            ),
+        )
 
     def _remote_probability(
         self, project: Project, ref: str, kind: str, call: ast.Call

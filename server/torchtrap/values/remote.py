@@ -9,12 +9,15 @@ so that neither imports the other.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from typing import Protocol
 
 from torchtrap.facts.dataloaders import DataLoaderCall, LoaderUse, Workers
+from torchtrap.facts.index import parent
 from torchtrap.facts.remote import REMOTE_ATTR, parsed_expr, remote_node
 from torchtrap.project.index import Project, ProjectLoader
+from torchtrap.project.summary import Span
 
 
 def remote_loader(use: ProjectLoader, folder: str) -> DataLoaderCall:
@@ -129,3 +132,50 @@ def remote_uses(
     ``ctx.project`` only when called (it may raise NeedsProject).
     ``overridden``: see :func:`project_uses`."""
     return lambda: project_uses(ctx.project, ctx.path, class_name, overridden)
+
+
+def passed_model_layers(
+    project: Project | None, path: str, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+) -> list[tuple[str, str, Span]] | None:
+    """The train-mode layers (path, qualname, span) of the models that the
+    call sites in other files pass to ``function``'s parameter ``name`` (a
+    module-level function, or a method of a module-level class called as
+    ``obj.m(...)`` with ``obj = Cls(...)``): a model is the instance of a
+    project class, built there or by a project factory (``vgg16_bn(...)``
+    → ``_vgg`` → ``VGG``). None when unknown: no such caller, a caller
+    passing anything else or switching the mode, a factory not followed,
+    or a class without Dropout/BatchNorm (every caller must agree)."""
+    if project is None:
+        return None
+    owner = parent(function)
+    method: str | None = None
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    index = positional.index(name) if name in positional else None
+    keyword = name if name not in [a.arg for a in function.args.posonlyargs] else None
+    if isinstance(owner, ast.ClassDef) and isinstance(parent(owner), ast.Module):
+        if function.decorator_list or not positional or positional[0] != "self":
+            return None  # a static or class method, a property: not followed
+        qual = f"{owner.name}.{function.name}"
+        method = function.name
+        index = index - 1 if index is not None else None
+        if index == -1:
+            return None
+    elif isinstance(owner, ast.Module):
+        qual = function.name
+    else:
+        return None
+    base = project.ref(path, qual.split(".", 1)[0])
+    if base is None:
+        return None
+    ref = f"{base}.{function.name}" if method is not None else base
+    passed = project.passed_values(ref, index, keyword)
+    if passed is None:
+        return None
+    found: list[tuple[str, str, Span]] = []
+    for where, _site, made in passed:
+        cls = project.made_class(made, where)
+        layers = project.train_mode_layers(cls) if cls is not None else None
+        if not layers:
+            return None
+        found.extend(layers)
+    return found
