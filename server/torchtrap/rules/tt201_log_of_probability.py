@@ -56,6 +56,11 @@ class LogOfProbability(Rule):
     in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
     `log_softmax`/`logsigmoid`, which need no guard.
 
+    A value that is such a probability on some paths only (one branch of
+    an `if`, some of a function's callers) is reported at info severity,
+    saying what it assumed ("if `p` is the softmax from line 7"), with the
+    clamp fix only; a value unknown on every path stays silent.
+
     ## Why is this bad?
     A probability that underflows to exactly 0 makes the log `-inf` and the
     gradient NaN, which then spreads into every weight. In float32,

@@ -72,11 +72,13 @@ class DoubleNormalisedLoss(Rule):
     Silent for logits into cross entropy, log-softmax into NLL, a sigmoid
     into `BCELoss`, a softmax used only for metrics or at inference (the
     loss gets the logits), a `forward` that normalises only when not
-    training, a value that is a probability on some paths only, a
-    probability that is scaled or complemented (`p * w`, `1 - p`), and
-    log-softmax into cross entropy: `log_softmax` is idempotent, so that
-    loss and its gradient are the same as from the logits (measured: equal
-    to 1e-8), redundant but harmless.
+    training, a probability that is scaled or complemented (`p * w`,
+    `1 - p`), and log-softmax into cross entropy: `log_softmax` is
+    idempotent, so that loss and its gradient are the same as from the
+    logits (measured: equal to 1e-8), redundant but harmless. A value that
+    is a probability on some paths only (one branch of an `if`, some of a
+    function's callers) is reported at info severity, saying what it
+    assumed ("if `out` is the softmax from line 8"), without a fix.
 
     ## Why is this bad?
     `cross_entropy` computes `log_softmax` of its input and
