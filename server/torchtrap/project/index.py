@@ -403,12 +403,13 @@ class Project:
         """``ref`` and every project class deriving from it."""
         found = {ref}
         todo = [ref]
-        _asked(ref)
         while todo:
             for child in self._children.get(todo.pop(), ()):
                 if child not in found:
                     found.add(child)
                     todo.append(child)
+        for each in found:
+            _asked(each)  # a new DataLoader of a subclass, a new subclass of one
         return found
 
     def _lineage(self, ref: str) -> Iterator[tuple[ModuleSummary, ClassFact]]:
