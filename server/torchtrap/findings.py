@@ -37,6 +37,17 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+def may_severity(severity: Severity) -> Severity:
+    """The severity of a finding that rests on a MAY value (one branch, some
+    callers): never an error on its own. Below the rule's configured
+    severity: an error or warning becomes info (shown in the editor's
+    Problems panel as information); info or hint becomes hint (hidden
+    unless ``--show-hints``)."""
+    if severity in (Severity.ERROR, Severity.WARNING):
+        return Severity.INFO
+    return Severity.HINT
+
+
 # Every unsafe fix's title ends with "(unsafe: <why>)" so that the risk shows
 # in the editor's fix menu and the CLI; safe fixes never carry it.
 UNSAFE_MARK = "(unsafe:"

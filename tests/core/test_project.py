@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -224,3 +225,47 @@ def parameter(ds):
         ("data.B", False),
         (None, True),
     ]
+
+
+def test_a_lint_records_the_files_and_references_it_read(tmp_path: Path) -> None:
+    """What the language server re-lints when a file changes, past imports:
+    losses.py's TT201 rests on nets.py (reached through train.py's call and
+    helpers.py's re-export), so its lint read those three; a new caller
+    anywhere provides the callee it asked about; an unrelated file does not
+    concern it, and neither does the lint of a file that read no project."""
+    from torchtrap.project.index import recording
+
+    files = {
+        "losses.py": "import torch\n\ndef nll(p, y):\n    return -(y * torch.log(p)).mean()\n",
+        "nets.py": "import torch\n\ndef make(z):\n    return torch.sigmoid(z)\n",
+        "helpers.py": "from nets import make\n",
+        "train.py": "import helpers\nfrom losses import nll\n\nloss = nll(helpers.make(z), y)\n",
+        "other.py": "import torch\n\ndef f(x):\n    return torch.sigmoid(x)\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    project = index(tmp_path)
+    losses = str(tmp_path / "losses.py")
+    with recording() as reads:
+        found = analyse(files["losses.py"], losses, project=project).findings
+    assert [f.code for f in found] == ["TT201"]
+    assert {os.path.basename(p) for p in reads.paths} >= {"nets.py", "helpers.py", "train.py"}
+    assert "other.py" not in {os.path.basename(p) for p in reads.paths}
+    assert "losses.nll" in reads.refs
+
+    def summary(name: str, text: str):  # type: ignore[no-untyped-def]
+        path = tmp_path / name
+        made = summarize_source(text.encode(), str(path), module_for(path, load_config(tmp_path)))
+        assert made is not None
+        return made
+
+    new_caller = summary(
+        "eval.py", "import torch\nfrom losses import nll\nnll(torch.sigmoid(z), y)\n"
+    )
+    assert reads.concerns(project.updated(new_caller.path, new_caller), new_caller)
+    unrelated = summary("other.py", files["other.py"] + "\nX = 1\n")
+    assert not reads.concerns(project, unrelated)
+    assert reads.concerns(project, summary("nets.py", files["nets.py"] + "\n"))
+    with recording() as alone:
+        analyse(files["other.py"], str(tmp_path / "other.py"), project=project)
+    assert not alone.concerns(project, summary("nets.py", files["nets.py"]))

@@ -387,3 +387,53 @@ async def test_a_new_file_joins_the_project(flat: Path) -> None:
         (tt101,) = [d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG]
         related = {r.location.uri for r in tt101.related_information or []}
         assert (flat / "more.py").as_uri() in related
+
+
+CHAIN = {
+    # losses.py takes the log of what its callers pass; train.py passes
+    # helpers.make(z), which helpers.py re-exports from nets.py, where it is
+    # a sigmoid. No import links losses.py with nets.py or helpers.py, nor
+    # does one module import both: only the value layer's edges do.
+    "losses.py": "import torch\n\n\ndef nll(p, y):\n    return -(y * torch.log(p)).mean()\n",
+    "nets.py": "import torch\n\n\ndef make(z):\n    return torch.sigmoid(z)\n",
+    "helpers.py": 'from nets import make\n\n__all__ = ["make"]\n',
+    "train.py": (
+        "import helpers\nfrom losses import nll\n\n\ndef step(z, y):\n"
+        "    return nll(helpers.make(z), y)\n"
+    ),
+}
+
+
+async def test_a_finding_three_files_away_is_refreshed(tmp_path: Path) -> None:
+    """losses.py's TT201 rests on nets.py's sigmoid, reached through
+    train.py's call and helpers.py's re-export: editing nets.py (the clamp
+    guards it) republishes losses.py without the finding, and undoing the
+    edit brings it back, though neither imports the other."""
+    for name, text in CHAIN.items():
+        (tmp_path / name).write_text(text)
+
+    def log_of_sigmoid(diags: list[types.Diagnostic]) -> bool:
+        return any(d.code == "TT201" and "train.py:6" in d.message for d in diags)
+
+    async def published(uri: str, want: bool, after: int) -> None:
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + 20
+        while not any(
+            p.uri == uri and log_of_sigmoid(p.diagnostics) == want for p in h.publishes[after:]
+        ):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"losses.py never republished with TT201={want}")
+            await asyncio.sleep(0.02)
+
+    async with session(tmp_path) as h:
+        losses = h.open("losses.py", CHAIN["losses.py"])
+        nets = h.open("nets.py", CHAIN["nets.py"])
+        await published(losses, True, 0)
+        mark = len(h.publishes)
+        h.change(nets, CHAIN["nets.py"].replace("sigmoid(z)", "sigmoid(z).clamp(1e-6, 1)"))
+        await published(losses, False, mark)
+        mark = len(h.publishes)
+        h.change(nets, CHAIN["nets.py"])
+        await published(losses, True, mark)

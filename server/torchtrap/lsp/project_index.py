@@ -12,11 +12,16 @@ current, so that rules see other files (``ctx.project``) as in ``check``.
   changed outside the editor (``workspace/didChangeWatchedFiles``) and
   closed documents are summarised again from disk.
 - When a summary changes, the open documents whose findings may rest on
-  that module are linted again: linked to it by an import either way
+  that module are linted again: those whose last lint read it, or asked
+  the project about a reference it provides (a callee of its call sites,
+  a class its DataLoaders load; ``project.index.Reads``): every call-site,
+  return and attribute edge the value layer followed, however many files
+  deep (``c.py``'s TT201 on the sigmoid that ``a.py`` passes, made in
+  ``m.py`` and re-exported by ``helpers.py``). And, for what a lint could
+  not see yet (a new import), those linked to it by an import either way
   (``train.py`` imports ``datasets.py``, and TT101 in ``datasets.py`` reads
   ``train.py``'s DataLoaders), or through one module between them, or
-  both imported by a third (``train.py`` passes ``models.py``'s output to
-  ``losses.py``): see project/graph.py.
+  both imported by a third: see project/graph.py.
 
 Everything here runs on the event loop except the parsing.
 """
@@ -38,7 +43,7 @@ from torchtrap.lsp import index_worker
 from torchtrap.lsp.host import IndexHost
 from torchtrap.lsp.index_worker import Layout
 from torchtrap.project.graph import ImportGraph
-from torchtrap.project.index import Project
+from torchtrap.project.index import Project, Reads
 from torchtrap.project.summary import ModuleSummary
 
 if TYPE_CHECKING:
@@ -71,6 +76,8 @@ class ProjectIndex:
         self._projects: dict[str, Project] = {}  # built on first use after a change
         self._graphs: dict[str, ImportGraph] = {}  # root -> who imports whom
         self._notebook_roots: dict[str, str | None] = {}  # notebook path -> project root
+        # open document path -> what its last lint read of the project
+        self._reads: dict[str, Reads] = {}
         self.ready = False
         self.generation = 0  # a newer build makes an older one's results stale
         self.files_indexed = 0
@@ -282,6 +289,8 @@ class ProjectIndex:
         document should be linted again: its lint saw the project without
         it (a new file) or with an old summary that defines or imports
         something else."""
+        if snap.path and result.reads is not None:
+            self._reads[os.path.abspath(snap.path)] = result.reads
         if result.summary is None or not snap.path:
             return False  # a syntax error keeps the last good summary
         seen = result.project.summary(snap.path) if result.project is not None else None
@@ -323,7 +332,12 @@ class ProjectIndex:
                 continue
             other = os.path.abspath(doc.path)
             mine = project.summary(other) if other != path else None
-            if mine is not None and graph.concerns(project, mine, changed):
+            if mine is None:
+                continue
+            reads = self._reads.get(other)
+            if (reads is not None and any(reads.concerns(project, s) for s in changed)) or (
+                graph.concerns(project, mine, changed)
+            ):
                 self._relint(doc.uri)
         self._relint_notebooks(layout.root, changed)
 
@@ -376,6 +390,8 @@ class ProjectIndex:
 
     def closed(self, path: str | None) -> None:
         """An open document was closed: the disk's text counts again."""
+        if path:
+            self._reads.pop(os.path.abspath(path), None)
         if path and self.ready and self.layout(path) is not None:
             self.files_changed([types.FileEvent(Path(path).as_uri(), types.FileChangeType.Changed)])
 

@@ -15,7 +15,7 @@ from torchtrap.engine import analyse
 from torchtrap.findings import Edit, Finding, Position, Range
 from torchtrap.lsp.positions import split_lines
 from torchtrap.notebook import NotebookModule, lint_cells
-from torchtrap.project.index import Project
+from torchtrap.project.index import Project, Reads, recording
 from torchtrap.project.summary import ModuleSummary
 
 log = logging.getLogger("torchtrap.lsp")
@@ -56,6 +56,7 @@ class LintResult:
     excluded: bool = False
     summary: ModuleSummary | None = None  # for the project index (None: did not parse)
     project: Project | None = None  # the project it was linted with
+    reads: Reads | None = None  # what the lint read of the project (None: no project)
 
     @property
     def version(self) -> int:
@@ -110,9 +111,18 @@ def compute(
     if snapshot.path and config.is_excluded(snapshot.path):
         return LintResult(snapshot, config, [], lines=lines, texts=texts, excluded=True)
     if not snapshot.notebook:
-        analysis = analyse(
-            snapshot.docs[0].text, snapshot.lint_path, config, project=project, module=module
-        )
+        reads: Reads | None = None
+        if project is None:
+            analysis = analyse(snapshot.docs[0].text, snapshot.lint_path, config, module=module)
+        else:
+            with recording() as reads:
+                analysis = analyse(
+                    snapshot.docs[0].text,
+                    snapshot.lint_path,
+                    config,
+                    project=project,
+                    module=module,
+                )
         findings = analysis.findings
         failed = any(f.is_syntax_error for f in findings)
         broken = frozenset({snapshot.key}) if failed else frozenset()
@@ -126,6 +136,7 @@ def compute(
             texts,
             summary=analysis.summary,
             project=project,
+            reads=reads,
         )
     numbers = snapshot.cell_numbers
     result = lint_cells(

@@ -30,10 +30,12 @@ the index is complete (only files whose rules asked pay twice).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
@@ -68,6 +70,59 @@ class _Pending:
 
 
 PENDING = _Pending()
+
+
+@dataclass
+class Reads:
+    """What one lint read of the project (see :func:`recording`): the files
+    whose summaries it consulted (``paths``, absolute), the references it
+    asked the project-wide tables about (``refs``: callees of call sites,
+    classes whose DataLoaders or subclasses it looked for), and whether it
+    scanned every DataLoader. An editor re-lints a document when a changed
+    summary is one it read, or provides one of its references: that covers
+    every call-site, return and attribute edge the value layer follows,
+    however many files deep, without knowing them."""
+
+    paths: set[str] = field(default_factory=set)
+    refs: set[str] = field(default_factory=set)
+    all_loaders: bool = False
+
+    def concerns(self, project: Project, summary: ModuleSummary) -> bool:
+        """Whether ``summary`` (a file's summary before or after a change,
+        ``project`` the one it belongs to) may change what was read."""
+        if os.path.abspath(summary.path) in self.paths:
+            return True
+        if self.all_loaders and summary.dataloaders:
+            return True
+        return bool(self.refs) and not self.refs.isdisjoint(project.provided(summary))
+
+
+_READS: contextvars.ContextVar[Reads | None] = contextvars.ContextVar(
+    "torchtrap_reads", default=None
+)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Reads]:
+    """Record what the project's queries read in this thread (a lint)."""
+    reads = Reads()
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+def _read(summary: ModuleSummary | None) -> None:
+    reads = _READS.get()
+    if reads is not None and summary is not None:
+        reads.paths.add(os.path.abspath(summary.path))
+
+
+def _asked(ref: str) -> None:
+    reads = _READS.get()
+    if reads is not None:
+        reads.refs.add(ref)
 
 
 @dataclass(frozen=True)
@@ -153,17 +208,21 @@ class Project:
         """A table over every module: ``entries(summary)`` gives a module's
         (key, value) pairs, in path order. For a :meth:`with_file` project,
         the base's table (built there once) plus the added file's entries."""
-        if self._base is None or self._added is None:
-            found: dict[str, list[T]] = {}
-            for summary in self:
-                for key, value in entries(summary):
-                    found.setdefault(key, []).append(value)
-            return found
-        base: dict[str, list[T]] = getattr(self._base, name)
-        table = dict(base)
-        for key, value in entries(self._added):
-            table[key] = [*table.get(key, ()), value]
-        return table
+        token = _READS.set(None)  # building reads every module: what is looked up counts
+        try:
+            if self._base is None or self._added is None:
+                found: dict[str, list[T]] = {}
+                for summary in self:
+                    for key, value in entries(summary):
+                        found.setdefault(key, []).append(value)
+                return found
+            base: dict[str, list[T]] = getattr(self._base, name)
+            table = dict(base)
+            for key, value in entries(self._added):
+                table[key] = [*table.get(key, ()), value]
+            return table
+        finally:
+            _READS.reset(token)
 
     def __len__(self) -> int:
         return len(self._by_path)
@@ -174,7 +233,9 @@ class Project:
     # -- modules and names -----------------------------------------------------
     def summary(self, path: str) -> ModuleSummary | None:
         """The summary of the file at ``path``."""
-        return self._by_path.get(os.path.abspath(path))
+        found = self._by_path.get(os.path.abspath(path))
+        _read(found)
+        return found
 
     def ref(self, path: str, name: str) -> str | None:
         """The absolute reference of a module-level ``name`` (dotted names
@@ -226,6 +287,7 @@ class Project:
     def _module(self, name: str, importer: str | None) -> ModuleSummary | None:
         found = self.modules.get(name)
         if found is not None or importer is None:
+            _read(found)
             return found
         # A script's own folder is on sys.path: `from model import Net` next to it.
         folder = os.path.dirname(os.path.abspath(importer))
@@ -233,6 +295,7 @@ class Project:
         for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
             found = self._by_path.get(os.path.join(folder, candidate))
             if found is not None:
+                _read(found)
                 return found
         return None
 
@@ -264,6 +327,7 @@ class Project:
     def _split(self, ref: str) -> tuple[ModuleSummary, str] | None:
         module, _, name = ref.rpartition(".")
         summary = self.modules.get(module)
+        _read(summary)
         return (summary, name) if summary is not None else None
 
     def definition(self, ref: str) -> tuple[str, Span] | None:
@@ -345,6 +409,8 @@ class Project:
                 if child not in found:
                     found.add(child)
                     todo.append(child)
+        for each in found:
+            _asked(each)  # a new DataLoader of a subclass, a new subclass of one
         return found
 
     def _lineage(self, ref: str) -> Iterator[tuple[ModuleSummary, ClassFact]]:
@@ -443,6 +509,9 @@ class Project:
 
     # -- DataLoaders and call sites ------------------------------------------
     def dataloaders(self) -> Iterator[ProjectLoader]:
+        reads = _READS.get()
+        if reads is not None:
+            reads.all_loaders = True
         for summary in self:
             for fact in summary.dataloaders:
                 yield ProjectLoader(summary.path, fact)
@@ -469,6 +538,8 @@ class Project:
             for use in self._loaders_by_dataset.get(ref, ())
             if excluded is None or os.path.abspath(use.path) != excluded
         ]
+        for use in out:
+            _read(self._by_path.get(os.path.abspath(use.path)))
         return sorted(out, key=lambda u: (u.path, u.fact.span.line, u.fact.span.col))
 
     @cached_property
@@ -488,7 +559,9 @@ class Project:
         passed to ``func_ref``'s parameter at position ``index`` or named
         ``keyword`` at every call site in the project."""
         out: list[ProjectArg] = []
+        _asked(func_ref)
         for path, site in self._sites_by_callee.get(func_ref, ()):
+            _read(self._by_path.get(os.path.abspath(path)))
             if not site.args:  # a caller passing nothing tracked
                 unknown = ArgFact(index, keyword, UNTRACKED, "", site.span)
                 out.append(ProjectArg(path, site, unknown))
@@ -572,7 +645,31 @@ class Project:
 
     def call_sites(self, func_ref: str) -> list[tuple[str, CallSite]]:
         """Every call site of ``func_ref`` that passes a tracked argument."""
-        return list(self._sites_by_callee.get(func_ref, ()))
+        _asked(func_ref)
+        found = list(self._sites_by_callee.get(func_ref, ()))
+        for path, _ in found:
+            _read(self._by_path.get(os.path.abspath(path)))
+        return found
+
+    def provided(self, summary: ModuleSummary) -> set[str]:
+        """The references ``summary`` answers table queries for: what it
+        defines, the callees of its call sites, the classes its DataLoaders
+        load and its classes' bases (resolved in this project)."""
+        token = _READS.set(None)
+        try:
+            key = module_key(summary)
+            found = {f"{key}.{name}" for name in (*summary.functions, *summary.classes)}
+            found.update(f"{key}.{name}" for name in summary.assigned)
+            for site in summary.call_sites:
+                found.add(self.resolve(site.callee, summary.path) or site.callee)
+            for fact in summary.dataloaders:
+                if fact.dataset:
+                    found.add(self.resolve(fact.dataset, summary.path) or fact.dataset)
+            for name in summary.classes:
+                found.update(b for b in self.bases(f"{key}.{name}") if b)
+            return found
+        finally:
+            _READS.reset(token)
 
     # -- identity --------------------------------------------------------------
     @cached_property

@@ -24,10 +24,11 @@ from typing import Any, ClassVar
 from torchtrap.config import Config, resolve_torch_version
 from torchtrap.facts import ModuleFacts
 from torchtrap.facts.remote import REMOTE_ATTR, same_file
-from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity
+from torchtrap.findings import Finding, Fix, Range, RelatedLocation, Severity, may_severity
 from torchtrap.project.index import PENDING, NeedsProject, Project, _Pending
 from torchtrap.source import SourceText
 from torchtrap.values import Values
+from torchtrap.values.assumptions import Assumption
 
 
 @dataclass(frozen=True)
@@ -181,15 +182,31 @@ class Rule:
         fixes: Sequence[Fix] = (),
         related: Sequence[RelatedLocation] = (),
         line_refs: Sequence[int] = (),
+        assumption: Assumption | None = None,
     ) -> Finding:
-        """``line_refs``: the lines ``message`` names (as ``line_text(n)``)."""
+        """``line_refs``: the lines ``message`` names (as ``line_text(n)``).
+        ``assumption``: the finding rests on a MAY value (one branch, some
+        callers; :mod:`torchtrap.values.assumptions`): ``message`` says the
+        assumption's phrase, the severity is capped below the configured
+        one (``findings.may_severity``), and a related row points at where
+        the assumed value comes from."""
         rng = node if isinstance(node, Range) else self.ctx.range(node)
         base = severity or self.default_severity
+        level = self.ctx.config.severity_for(self.code, base)
+        related = list(related)
+        line_refs = list(line_refs)
+        if assumption is not None:
+            level = may_severity(level)
+            row = self.ctx.related(assumption.origin, assumption.note)
+            inside = row.path is None and rng.start <= row.range.start and row.range.end <= rng.end
+            if not inside and all(r.range != row.range or r.path != row.path for r in related):
+                related.insert(0, row)
+            line_refs += [n for n in assumption.line_refs if n not in line_refs]
         return Finding(
             code=self.code,
             name=self.name,
             message=message,
-            severity=self.ctx.config.severity_for(self.code, base),
+            severity=level,
             range=rng,
             path=self.ctx.path,
             fixes=tuple(_holding(fix, self.ctx) for fix in fixes),

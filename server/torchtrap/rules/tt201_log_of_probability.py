@@ -13,12 +13,14 @@ from torchtrap.findings import (
     Fix,
     Position,
     Range,
+    Severity,
     line_text,
     unsafe_title,
 )
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
+from torchtrap.values.assumptions import Assumption, probability_assumption
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
 # 1e-4 is nonzero in float16, bfloat16 and float32, its log is finite, and the
@@ -53,6 +55,11 @@ class LogOfProbability(Rule):
     `torch.clamp`, `clamp_min`, `p + eps`, `torch.maximum(p, eps)`, an
     in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
     `log_softmax`/`logsigmoid`, which need no guard.
+
+    A value that is such a probability on some paths only (one branch of
+    an `if`, some of a function's callers) is reported at info severity,
+    saying what it assumed ("if `p` is the softmax from line 7"), with the
+    clamp fix only; a value unknown on every path stays silent.
 
     ## Why is this bad?
     A probability that underflows to exactly 0 makes the log `-inf` and the
@@ -104,10 +111,17 @@ class LogOfProbability(Rule):
             if found is None:
                 continue
             arg, base, method_form = found
-            prob = self.ctx.values.of(arg, call).bare_probability()
-            if prob is None:
+            value = self.ctx.values.of(arg, call)
+            prob = value.bare_probability()
+            if prob is not None:
+                yield self._finding(call, arg, base, method_form, prob)
                 continue
-            yield self._finding(call, arg, base, method_form, prob)
+            maybe = value.probability
+            if maybe is None or maybe.guarded or maybe.scaled:
+                continue
+            assumption = probability_assumption(value, maybe, self.ctx.path)
+            if assumption is not None:
+                yield self._may_finding(call, arg, base, method_form, maybe, assumption)
 
     # -- detection ------------------------------------------------------------
     def _log_argument(self, call: ast.Call) -> tuple[ast.expr, str, bool] | None:
@@ -159,6 +173,25 @@ class LogOfProbability(Rule):
         elif not prob.direct and prob.origin.lineno != call.lineno:
             related.append(self.ctx.related(prob.origin, f"the {made} is computed here"))
         return self.finding(call, message, fixes=[fix], related=related, line_refs=line_refs)
+
+    def _may_finding(
+        self,
+        call: ast.Call,
+        arg: ast.expr,
+        base: str,
+        method_form: bool,
+        prob: Probability,
+        assumption: Assumption,
+    ) -> Finding:
+        """A probability on some paths only (one branch, some callers): the
+        path that gives it underflows the same way; said as an assumption,
+        at a lower severity, with the clamp fix (the value may be something
+        else on the other paths, so no rewrite to log-space)."""
+        log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
+        what = "1 minus a probability" if prob.complement else "a probability"
+        message = f"{log_text} of {what} {assumption.phrase}: {self._consequence(prob)}"
+        fix = self._clamp_fix(call, arg, method_form)
+        return self.finding(call, message, fixes=[fix], assumption=assumption)
 
     @staticmethod
     def _consequence(prob: Probability) -> str:
@@ -485,12 +518,12 @@ class LogOfProbability(Rule):
 
             def loss(logits, use_softmax, probs0):
                 if use_softmax:
-                    p = F.softmax(logits, dim=1)
+                    p = F.softmax(logits, dim=1).clamp(min=1e-6)
                 else:
-                    p = probs0.clamp(min=1e-6)
+                    p = probs0
                 return torch.log(p)
             """,
-            note="one branch gives an unknown value",
+            note="one branch gives a clamped softmax, the other an unknown value",
         ),
         Valid(
             """
@@ -540,10 +573,10 @@ class LogOfProbability(Rule):
             def nll(p, y):
                 return -(y * torch.log(p)).mean()
 
-            a = nll(torch.sigmoid(z), y)
-            b = nll(make_probs(z), y)
+            a = nll(make_probs(z), y)
+            b = nll(torch.sigmoid(z).clamp(1e-6, 1), y)
             """,
-            note="callers disagree: one passes a sigmoid, one an unknown value (may: silent)",
+            note="callers disagree, but none passes an unguarded probability",
         ),
         Valid(
             """
@@ -583,6 +616,49 @@ class LogOfProbability(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, use_softmax, probs0):
+                if use_softmax:
+                    p = F.softmax(logits, dim=1)
+                else:
+                    p = probs0.clamp(min=1e-6)
+                return torch.log(p)
+            """,
+            line=10,
+            severity=Severity.INFO,
+            message_contains="if `p` is the softmax from line 7",
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+
+            def loss(logits, use_softmax, probs0):
+                if use_softmax:
+                    p = F.softmax(logits, dim=1)
+                else:
+                    p = probs0.clamp(min=1e-6)
+                return torch.log(p.clamp(min=1e-4))
+            """,
+            note="a softmax on one branch only (may): info, saying what it assumed",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def nll(p, y):
+                return -(y * torch.log(p)).mean()
+
+            a = nll(torch.sigmoid(z), y)
+            b = nll(make_probs(z), y)
+            """,
+            line=5,
+            severity=Severity.INFO,
+            message_contains="if `p` is the sigmoid passed at line 7",
+            note="callers disagree: one passes a sigmoid, one an unknown value (may)",
+        ),
         Invalid(
             """
             import torch

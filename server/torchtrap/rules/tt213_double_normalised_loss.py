@@ -7,10 +7,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, unsafe_title
+from torchtrap.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Position,
+    Range,
+    Severity,
+    unsafe_title,
+)
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
+from torchtrap.values.assumptions import Assumption, probability_assumption
 
 F = "torch.nn.functional."
 
@@ -62,11 +72,13 @@ class DoubleNormalisedLoss(Rule):
     Silent for logits into cross entropy, log-softmax into NLL, a sigmoid
     into `BCELoss`, a softmax used only for metrics or at inference (the
     loss gets the logits), a `forward` that normalises only when not
-    training, a value that is a probability on some paths only, a
-    probability that is scaled or complemented (`p * w`, `1 - p`), and
-    log-softmax into cross entropy: `log_softmax` is idempotent, so that
-    loss and its gradient are the same as from the logits (measured: equal
-    to 1e-8), redundant but harmless.
+    training, a probability that is scaled or complemented (`p * w`,
+    `1 - p`), and log-softmax into cross entropy: `log_softmax` is
+    idempotent, so that loss and its gradient are the same as from the
+    logits (measured: equal to 1e-8), redundant but harmless. A value that
+    is a probability on some paths only (one branch of an `if`, some of a
+    function's callers) is reported at info severity, saying what it
+    assumed ("if `out` is the softmax from line 8"), without a fix.
 
     ## Why is this bad?
     `cross_entropy` computes `log_softmax` of its input and
@@ -128,15 +140,14 @@ class DoubleNormalisedLoss(Rule):
                 continue
             value = self.ctx.values.of(arg, call)
             prob = value.probability
-            if (
-                prob is None
-                or not value.definite
-                or prob.kind != loss.wrong
-                or prob.scaled
-                or prob.complement
-            ):
+            if prob is None or prob.kind != loss.wrong or prob.scaled or prob.complement:
                 continue
-            yield self._finding(call, arg, loss, prob)
+            if value.definite:
+                yield self._finding(call, arg, loss, prob)
+                continue
+            assumption = probability_assumption(value, prob, self.ctx.path)
+            if assumption is not None:
+                yield self._may_finding(arg, loss, assumption)
 
     def _loss_calls(self) -> Iterator[tuple[ast.Call, _Loss]]:
         """Calls of a loss function, and calls of a loss module: only names a
@@ -192,6 +203,22 @@ class DoubleNormalisedLoss(Rule):
         inside = origin.path is None and here.start <= origin.range.start <= here.end
         related = [] if inside else [origin]
         return self.finding(arg, message, fixes=self._fixes(call, arg, loss, prob), related=related)
+
+    def _may_finding(self, arg: ast.expr, loss: _Loss, assumption: Assumption) -> Finding:
+        """A probability on some paths only (one branch, some callers): that
+        path normalises twice; said as an assumption, at a lower severity,
+        without a fix (the other paths may need the value as it is)."""
+        if loss is _NLL:
+            message = (
+                f"`nll_loss` expects log-probabilities: {assumption.phrase}, "
+                "the loss is -p, not -log p"
+            )
+        else:
+            message = (
+                f"`{loss.name}` applies {loss.applies} itself: {assumption.phrase}, "
+                "it normalises twice"
+            )
+        return self.finding(arg, message, assumption=assumption)
 
     # -- fixes ----------------------------------------------------------------------
     def _fixes(self, call: ast.Call, arg: ast.expr, loss: _Loss, prob: Probability) -> list[Fix]:
@@ -339,10 +366,9 @@ class DoubleNormalisedLoss(Rule):
                 p = torch.softmax(z, 1)
                 if calibrated:
                     p = z
-                weighted = F.cross_entropy(p * w, y)
-                return F.cross_entropy(p, y) + weighted
+                return F.cross_entropy(p * w, y)
             """,
-            note="a probability on some paths only; a scaled probability",
+            note="a scaled probability (on some paths only) is not a probability",
         ),
         Valid(
             """
@@ -398,8 +424,37 @@ class DoubleNormalisedLoss(Rule):
             """,
             note="CDAN's discriminator ends in Sigmoid and feeds BCELoss: correct",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def step(model, x, y, calibrate):
+                out = model(x)
+                if calibrate:
+                    out = temperature_scale(out)
+                return F.cross_entropy(out, y)
+            """,
+            note="one branch gives an unknown value, the other the model's: no probability",
+        ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def step(model, x, y, probs_out):
+                out = model(x)
+                if probs_out:
+                    out = out.softmax(-1)
+                return F.cross_entropy(out, y)
+            """,
+            line=9,
+            severity=Severity.INFO,
+            message_contains="if `out` is the softmax from line 8, it normalises twice",
+            note="a softmax on one branch only (may): info, saying what it assumed, no fix",
+        ),
         Invalid(
             """
             import torch
