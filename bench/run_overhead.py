@@ -10,7 +10,8 @@ median. The fastest single step of each run (wall time, the DataLoader's
 fetch included) is the number that load disturbs least: an uninterrupted
 step shows what the hooks add per step. Two loops: a DataLoader with 2
 workers (the worker checks), and one with no workers (the forward and step
-hooks). The load average is printed with the results.
+hooks). The load average is printed with the results. The plain script
+runs in a session of its own, as `torchtrap run` starts the script.
 
     .venv/bin/python bench/run_overhead.py [--repeat 5] [--steps 400]
 """
@@ -73,7 +74,12 @@ Result = tuple[float, float, float, str, float]  # loop wall, loop CPU, wall, lo
 
 def _once(command: list[str], cwd: str) -> Result:
     started = time.perf_counter()
-    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=True)
+    # Its own session, as the launcher gives the script: with the kernel's
+    # autogroup scheduling a session is scheduled as one group, so a plain
+    # script left in ours would compete with whatever else runs here.
+    proc = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, check=True, start_new_session=True
+    )
     wall = time.perf_counter() - started
     line = next(x for x in proc.stdout.splitlines() if x.startswith("loop_s"))
     _, loop, cpu, loss, fastest = line.split()
