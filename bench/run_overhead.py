@@ -4,10 +4,14 @@ Runs the same seeded training script alternately as `python script.py` and
 `torchtrap run script.py`, N times each, and compares the training loop's
 own CPU time (its DataLoader workers included) and wall time, both measured
 inside the script so that interpreter start-up and `import torch` (the same
-in both) do not dilute the ratio, and the whole wall time. Each number is
-the fastest of N runs: on a shared machine load only ever adds. Two loops:
-a DataLoader with 2 workers (the worker checks), and one with no workers
-(the forward and step hooks, on every module call and step).
+in both) do not dilute the ratio, and the whole wall time. Each is given as
+the fastest of N runs (on a shared machine load only ever adds) and the
+median. The fastest single step of each run (wall time, the DataLoader's
+fetch included) is the number that load disturbs least: an uninterrupted
+step shows what the hooks add per step. Two loops: a DataLoader with 2
+workers (the worker checks), and one with no workers (the forward and step
+hooks). The load average is printed with the results. The plain script
+runs in a session of its own, as `torchtrap run` starts the script.
 
     .venv/bin/python bench/run_overhead.py [--repeat 5] [--steps 400]
 """
@@ -15,6 +19,8 @@ a DataLoader with 2 workers (the worker checks), and one with no workers
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,26 +52,57 @@ def cpu():
 
 if __name__ == "__main__":
     started, cpu_started = time.perf_counter(), cpu()
+    fastest = float("inf")
+    step_started = time.perf_counter()
     for x, y in loader:
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        now = time.perf_counter()
+        fastest, step_started = min(fastest, now - step_started), now
     model.eval()
     with torch.no_grad():
         model(x)
     # CPU seconds of the loop, the exited DataLoader workers included.
-    print("loop_s", time.perf_counter() - started, cpu() - cpu_started, loss.item())
+    print("loop_s", time.perf_counter() - started, cpu() - cpu_started, loss.item(), fastest)
 """
 
 
-def _once(command: list[str], cwd: str) -> tuple[float, float, float, str]:
+Result = tuple[float, float, float, str, float]  # loop wall, loop CPU, wall, loss, fastest step
+
+
+def _once(command: list[str], cwd: str) -> Result:
     started = time.perf_counter()
-    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=True)
+    # Its own session, as the launcher gives the script: with the kernel's
+    # autogroup scheduling a session is scheduled as one group, so a plain
+    # script left in ours would compete with whatever else runs here.
+    proc = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, check=True, start_new_session=True
+    )
     wall = time.perf_counter() - started
     line = next(x for x in proc.stdout.splitlines() if x.startswith("loop_s"))
-    _, loop, cpu, loss = line.split()
-    return float(loop), float(cpu), wall, loss
+    _, loop, cpu, loss, fastest = line.split()
+    return float(loop), float(cpu), wall, loss, float(fastest)
+
+
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
+def _best(results: dict[str, list[Result]], index: int) -> dict[str, float]:
+    return {k: min(float(r[index]) for r in v) for k, v in results.items()}
+
+
+def _median(results: dict[str, list[Result]], index: int) -> dict[str, float]:
+    return {k: statistics.median(float(r[index]) for r in v) for k, v in results.items()}
+
+
+def _change(before: float, after: float) -> str:
+    return f"{100 * (after / before - 1):+.1f}%"
 
 
 def main() -> None:
@@ -87,24 +124,30 @@ def main() -> None:
                 str(args.steps),
                 str(workers),
             ]
-            results: dict[str, list[tuple[float, float, float, str]]] = {"plain": [], "run": []}
+            results: dict[str, list[Result]] = {"plain": [], "run": []}
+            loads = [_load()]
             for _ in range(args.repeat):  # alternate: the machine's load drifts
                 results["plain"].append(_once(plain, folder))
                 results["run"].append(_once(hooked, folder))
+                loads.append(_load())
             losses = {r[3] for rs in results.values() for r in rs}
-            # The fastest of N: on a shared machine the load only ever adds time.
-            loop = {k: min(r[0] for r in v) for k, v in results.items()}
-            cpu = {k: min(r[1] for r in v) for k, v in results.items()}
-            wall = {k: min(r[2] for r in v) for k, v in results.items()}
+
+            cpu, loop, wall, step = (_best(results, i) for i in (1, 0, 2, 4))
+            cpu_median = _median(results, 1)
             print(
                 f"workers={workers} steps={args.steps} repeat={args.repeat}:"
-                f" loop CPU {cpu['plain']:.3f} s -> {cpu['run']:.3f} s"
-                f" ({100 * (cpu['run'] / cpu['plain'] - 1):+.1f}%),"
-                f" loop wall {loop['plain']:.3f} s -> {loop['run']:.3f} s"
-                f" ({100 * (loop['run'] / loop['plain'] - 1):+.1f}%),"
-                f" wall {wall['plain']:.2f} s -> {wall['run']:.2f} s"
-                f" ({100 * (wall['run'] / wall['plain'] - 1):+.1f}%),"
-                f" final losses identical: {len(losses) == 1}"
+                f" loop CPU best {cpu['plain']:.3f} s -> {cpu['run']:.3f} s"
+                f" ({_change(cpu['plain'], cpu['run'])}),"
+                f" median {cpu_median['plain']:.3f} s -> {cpu_median['run']:.3f} s"
+                f" ({_change(cpu_median['plain'], cpu_median['run'])});"
+                f" fastest step {1e3 * step['plain']:.3f} ms -> {1e3 * step['run']:.3f} ms"
+                f" ({_change(step['plain'], step['run'])});"
+                f" loop wall best {loop['plain']:.3f} s -> {loop['run']:.3f} s"
+                f" ({_change(loop['plain'], loop['run'])});"
+                f" wall best {wall['plain']:.2f} s -> {wall['run']:.2f} s"
+                f" ({_change(wall['plain'], wall['run'])});"
+                f" final losses identical: {len(losses) == 1};"
+                f" load average {' '.join(loads)}"
             )
 
 

@@ -20,6 +20,12 @@ FIRES = {
     "tt105_fires": [("TT105", "loader = DataLoader(", "dataset")],
     "tt107_fires": [("TT107", "self.items = [", "dataset.items")],
     "tt207_fires": [("TT207", 'print("val", model(x)', "Sequential")],
+    # after many steps, gradients off without a `with`: the forward hook is
+    # installed whenever gradients go off, not for the first N steps
+    "tt207_late_fires": [
+        ("TT207", "return model(x).mean()", "Sequential"),
+        ("TT207", "val = [model(x)", "Sequential"),
+    ],
     "tt215_fires": [("TT215", "opt.step()", "SGD")],
     "tt216_fires": [("TT216", "opt.step()", "SGD")],
     "tt217_fires": [("TT217", "clip_grad_norm_(", "clip_grad_norm_")],
@@ -33,6 +39,7 @@ NEAR_MISSES = [
     "tt105_fixed",
     "tt107_fixed",
     "tt207_fixed",
+    "tt207_late_fixed",
     "tt207_teacher",
     "tt215_fixed",
     "tt216_fixed",

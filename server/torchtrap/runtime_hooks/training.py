@@ -7,7 +7,7 @@ iterated twice with the same epoch (TT108), and `--stop-after-steps`."""
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from . import events
 
@@ -26,9 +26,12 @@ class _State:
     zeroings = 0  # zero_grad calls (any optimizer or module) so far
     # TT207: call site -> [step count at its last no_grad call, description]
     eval_sites: Dict[Any, List[Any]] = {}
-    # TT216: modules run with grad enabled since the last step
+    # TT216: modules called with grad enabled since the last step, recorded
+    # only while some optimizer still has to learn which models it trains
     called: Dict[int, Any] = {}
-    eval_stochastic: Optional[Any] = None
+    learning = True  # record `called` now
+    recorded = True  # `called` holds every call since the last step
+    pending: weakref.WeakSet = weakref.WeakSet()  # optimizers stepped, models unknown
     # TT217
     scaled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
     clips: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -36,17 +39,33 @@ class _State:
     sampler_epochs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class _Trains:
+    """What one optimizer trains: the outermost modules called between two of
+    its steps that hold its parameters (weakly), learned once."""
+
+    __slots__ = ("roots", "reported")
+
+    def __init__(self, roots: List[Any]) -> None:
+        self.roots = roots
+        self.reported = False
+
+
 STATE = _State()
 _GRADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STOCHASTIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TRAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STOCHASTIC_TYPES: tuple = ()
+_GRAD_ENABLED: Any = None  # torch.is_grad_enabled, bound at install
+_REGISTER: Any = None  # torch.nn.modules.module.register_module_forward_pre_hook
+_HOOK: List[Any] = [None]  # the global forward pre-hook's handle while it is installed
 
 
 def install(torch: Any, stop_after: int) -> None:
-    global _STOCHASTIC_TYPES, _GRAD_ENABLED
+    global _STOCHASTIC_TYPES, _GRAD_ENABLED, _REGISTER
     from torch import nn
 
     _GRAD_ENABLED = torch.is_grad_enabled
+    _REGISTER = nn.modules.module.register_module_forward_pre_hook
     STATE.stop_after = stop_after
     _STOCHASTIC_TYPES = tuple(
         t
@@ -57,7 +76,8 @@ def install(torch: Any, stop_after: int) -> None:
         )
         if isinstance(t, type)
     )
-    nn.modules.module.register_module_forward_pre_hook(_forward_pre_hook)
+    _arm()  # until the first optimizer step: which models does it train?
+    _watch_grad_mode(torch)
     import torch.optim.optimizer as optimizer
 
     if hasattr(optimizer, "register_optimizer_step_pre_hook"):
@@ -70,6 +90,55 @@ def install(torch: Any, stop_after: int) -> None:
 
 
 # -- TT207 / TT216: forward calls ---------------------------------------------------
+# A global forward hook sends every module call through torch's slow path, so
+# ours is installed only while it has something to see: while gradients are
+# disabled (TT207: every no_grad/inference_mode/set_grad_enabled(False) entry
+# installs it, the first module call with gradients enabled removes it), and
+# for the interval before an optimizer's first step (TT216 learns which
+# models the optimizer trains, then checks their `.training` at each step).
+def _arm() -> None:
+    if _HOOK[0] is None:
+        _HOOK[0] = _REGISTER(_forward_pre_hook)
+
+
+def _disarm() -> None:
+    handle, _HOOK[0] = _HOOK[0], None
+    if handle is not None:
+        handle.remove()
+
+
+def _watch_grad_mode(torch: Any) -> None:
+    """Install the forward hook whenever Python code turns gradients off."""
+    grad_mode = getattr(getattr(torch, "autograd", None), "grad_mode", None)
+    enabled = torch.is_grad_enabled
+
+    def watching(original: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if _HOOK[0] is None and not enabled():
+                _arm()
+            return result
+
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__name__ = getattr(original, "__name__", "wrapper")
+        wrapper.__qualname__ = getattr(original, "__qualname__", wrapper.__name__)
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        return wrapper
+
+    # no_grad enters and leaves through set_grad_enabled(...); enable_grad and
+    # inference_mode set the mode themselves.
+    for name, methods in (
+        ("set_grad_enabled", ("__init__", "__enter__", "__exit__")),
+        ("enable_grad", ("__exit__",)),
+        ("inference_mode", ("__enter__", "__exit__")),
+    ):
+        cls = getattr(grad_mode, name, None)
+        for method in methods:
+            original = getattr(cls, "__dict__", {}).get(method)
+            if callable(original):
+                setattr(cls, method, watching(original))
+
+
 def _stochastic(module: Any) -> bool:
     try:
         return _STOCHASTIC[module]
@@ -82,19 +151,13 @@ def _stochastic(module: Any) -> bool:
     return value
 
 
-_GRAD_ENABLED: Any = None  # torch.is_grad_enabled, bound at install: called on every module call
-
-
 def _forward_pre_hook(module: Any, args: Any) -> None:
     try:
         if _GRAD_ENABLED():
-            STATE.called[id(module)] = module
-            if (
-                not module.training
-                and STATE.eval_stochastic is None
-                and isinstance(module, _STOCHASTIC_TYPES)
-            ):
-                STATE.eval_stochastic = module
+            if STATE.learning:
+                STATE.called[id(module)] = module
+            else:
+                _disarm()  # back to training: nothing to see until the next no_grad
             return
         if module.training and _stochastic(module):
             _no_grad_call(module)
@@ -194,9 +257,15 @@ def _step_post_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
         _GRADS[optimizer] = (grads, STATE.zeroings)
     except Exception:
         pass
-    STATE.called = {}
-    STATE.eval_stochastic = None
     STATE.steps += 1
+    if STATE.called:
+        STATE.called = {}
+    # Record the next interval only while an optimizer waits to learn its models.
+    STATE.learning = STATE.recorded = bool(STATE.pending)
+    if STATE.learning:
+        _arm()
+    elif _HOOK[0] is not None and _GRAD_ENABLED():
+        _disarm()  # the step's own no_grad (or a clip's) installed it
     if STATE.stop_after and STATE.steps >= STATE.stop_after and not STATE.stopped:
         STATE.stopped = True
         raise StopRun(0)
@@ -251,18 +320,67 @@ def _wrap_zeroing(torch: Any) -> None:
 
 
 def _check_eval_step(optimizer: Any) -> None:
-    layer = STATE.eval_stochastic
-    if layer is None:
+    trains = _TRAINS.get(optimizer)
+    if trains is None:
+        if not STATE.recorded:
+            STATE.pending.add(optimizer)  # learn at its next step
+            return
+        trains = _learn(optimizer)
+    if trains.reported:
         return
-    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
-    owners = [
-        m
-        for m in STATE.called.values()
-        if any(id(p) in held and p.grad is not None for p in m.parameters(recurse=False))
+    for ref in trains.roots:
+        root = ref()
+        if root is not None and not root.training:
+            break
+    else:
+        return  # the usual case: O(models) attribute reads per step
+    _eval_step(optimizer, trains)
+
+
+def _held(optimizer: Any) -> set:
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
+
+
+def _learn(optimizer: Any) -> _Trains:
+    """The outermost modules called since the last step that hold parameters
+    of this optimizer."""
+    held = _held(optimizer)
+    called = list(STATE.called.values())
+    inner = {id(c) for m in called for c in m.modules() if c is not m}
+    roots = [
+        weakref.ref(m)
+        for m in called
+        if id(m) not in inner and any(id(p) in held for p in m.parameters())
     ]
-    if not owners or any(m.training for m in owners):
+    trains = _Trains(roots)
+    _TRAINS[optimizer] = trains
+    STATE.pending.discard(optimizer)
+    return trains
+
+
+def _eval_step(optimizer: Any, trains: _Trains) -> None:
+    """A model the optimizer trains is in eval mode: report when every module
+    holding its stepped parameters is, and a Dropout/BatchNorm in it is."""
+    held = _held(optimizer)
+    owners = []
+    layer = None
+    seen = set()
+    for ref in trains.roots:
+        root = ref()
+        if root is None:
+            continue
+        for m in root.modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            if layer is None and not m.training and isinstance(m, _STOCHASTIC_TYPES):
+                layer = m
+            if any(id(p) in held and p.grad is not None for p in m.parameters(recurse=False)):
+                owners.append(m)
+    if layer is None or not owners or any(m.training for m in owners):
         return  # part of the model trains: a frozen BatchNorm is on purpose
-    site = events.user_site(3)
+    trains.reported = True
+    site = events.user_site(4)
     events.emit(
         {
             "kind": "finding",
