@@ -100,6 +100,8 @@ class Config:
         return best[1] if best else default
 
     def is_excluded(self, path: str | Path) -> bool:
+        if not self.exclude:  # asked for every file and folder walked
+            return False
         rel = self.relative(str(path))
         parts = Path(rel).parts
         for pattern in self.exclude:
