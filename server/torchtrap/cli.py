@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -145,6 +146,11 @@ def _check_project(
         progress=_progress if show_progress else None,
     )
     reports = checker.run(items, options)
+    # What the run leaves (summaries, findings) lives until the process ends:
+    # moved out of the collector's reach, the young pass that the restored
+    # threshold triggers next, and the full one at exit, do not walk it
+    # (0.15 s of a 1,550-file check).
+    gc.freeze()
     if cache is not None:
         cache.save()
         warnings.extend(cache.warnings)
@@ -208,7 +214,14 @@ def _rule_json(rule: type[Rule]) -> dict[str, object]:
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's arguments; with ``command`` (the first word of the
+    command line, when it names one), only that command's: `check` then
+    does not import the probe's and `run`'s modules it never uses."""
+
+    def wanted(name: str) -> bool:
+        return command not in _COMMANDS or command == name
+
     parser = argparse.ArgumentParser(
         prog="torchtrap",
         description="Find the silent PyTorch bugs that corrupt training without an error.",
@@ -288,11 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run TorchTrap's own experiments in a subprocess.",
     )
     try:
-        from torchtrap.probe.command import add_arguments as probe_arguments
-        from torchtrap.probe.command import run as probe_run
+        if wanted("probe"):
+            from torchtrap.probe.command import add_arguments as probe_arguments
+            from torchtrap.probe.command import run as probe_run
 
-        probe_arguments(probe)
-        probe.set_defaults(func=probe_run)
+            probe_arguments(probe)
+            probe.set_defaults(func=probe_run)
     except ImportError:  # pragma: no cover - the probe package ships with torchtrap
         probe.set_defaults(func=lambda a: _unavailable("probe"))
 
@@ -302,24 +316,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run your script with observation hooks.",
         add_help=False,
     )
-    from torchtrap.run.command import add_arguments as run_arguments
-    from torchtrap.run.command import run as run_command
+    if wanted("run"):
+        from torchtrap.run.command import add_arguments as run_arguments
+        from torchtrap.run.command import run as run_command
 
-    run_arguments(run)
-    run.set_defaults(func=run_command)
+        run_arguments(run)
+        run.set_defaults(func=run_command)
 
     lsp = sub.add_parser(
         "lsp", help="run the language server", description="Language server (stdio)."
     )
     try:
-        from torchtrap.lsp import add_arguments as lsp_arguments
-        from torchtrap.lsp import run as lsp_run
+        if wanted("lsp"):
+            from torchtrap.lsp import add_arguments as lsp_arguments
+            from torchtrap.lsp import run as lsp_run
 
-        lsp_arguments(lsp)
-        lsp.set_defaults(func=lsp_run)
+            lsp_arguments(lsp)
+            lsp.set_defaults(func=lsp_run)
     except ImportError as err:
         lsp.set_defaults(func=lambda a, err=err: _unavailable(f"lsp ({err})"))
     return parser
+
+
+_COMMANDS = ("check", "clean", "rule", "probe", "run", "lsp")
 
 
 def _unavailable(what: str) -> int:
@@ -337,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_command(argparse.Namespace(words=words[1:]))
         except KeyboardInterrupt:
             return 130
-    parser = build_parser()
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()

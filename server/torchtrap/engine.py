@@ -33,8 +33,44 @@ from torchtrap.suppressions import parse_suppressions
 log = logging.getLogger("torchtrap")
 
 
+# Without per-file ignores the enabled rules depend on the config only: one
+# list per config instead of 27 selector matches per file.
+# (Keyed on the registry's contents too: tests register rules at run time.)
+_ENABLED: dict[int, tuple[Config, list[type[Rule]], list[type[Rule]]]] = {}
+
+
 def enabled_rules(config: Config, path: str | None = None) -> list[type[Rule]]:
-    return [rule for rule in ALL_RULES if config.is_enabled(rule.code, path)]
+    if path and config.per_file_ignores:
+        return [rule for rule in ALL_RULES if config.is_enabled(rule.code, path)]
+    hit = _ENABLED.get(id(config))
+    if hit is None or hit[0] is not config or hit[1] != ALL_RULES:
+        if len(_ENABLED) > 64:
+            _ENABLED.clear()
+        enabled = [rule for rule in ALL_RULES if config.is_enabled(rule.code)]
+        hit = _ENABLED[id(config)] = (config, list(ALL_RULES), enabled)
+    return list(hit[2])
+
+
+def matching_rules(rules: Sequence[type[Rule]], source: str) -> list[type[Rule]]:
+    """The rules whose ``requires_text`` gate ``source`` passes. Same answer
+    as each rule's ``matches_text``, but a word several rules share
+    ("backward", "load", "torch") is searched for once: a word that is not
+    there costs a scan of the whole text."""
+    seen: dict[str, bool] = {}
+    out: list[type[Rule]] = []
+    for rule in rules:
+        words = rule.requires_text
+        if not words:
+            out.append(rule)
+            continue
+        for word in words:
+            found = seen.get(word)
+            if found is None:
+                found = seen[word] = word in source
+            if found:
+                out.append(rule)
+                break
+    return out
 
 
 def lint(
@@ -109,7 +145,7 @@ def analyse(
         return Analysis([unreadable_finding(path, f"cannot parse: {err}", 1, 0)])
 
     selected = rules if rules is not None else enabled_rules(config, path)
-    selected = [rule for rule in selected if rule.matches_text(source)]
+    selected = matching_rules(selected, source)
     findings: list[Finding] = []
     facts: ModuleFacts | None = None
     needs_project = False

@@ -116,6 +116,50 @@ def test_node_index_holds_every_node_with_its_parent() -> None:
                     assert parent(child) is node
 
 
+def test_node_index_lists_nodes_of_a_type_in_pre_order() -> None:
+    """``of(T)`` is in source (pre-)order, as rules take the first match;
+    lists whose items may be None or identifiers (a keyword-only argument
+    without a default, a ``**`` in a dict, ``global`` names, a class
+    pattern's keywords) are indexed like any other."""
+    from pathlib import Path
+
+    from torchtrap.facts.index import NodeIndex, parent
+
+    singletons = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+    def pre_order(node: ast.AST) -> list[ast.AST]:
+        out, stack = [], [node]
+        while stack:
+            current = stack.pop()
+            out.append(current)
+            stack.extend(reversed(list(ast.iter_child_nodes(current))))
+        return [n for n in out if not isinstance(n, singletons)]
+
+    mixed = (
+        "def f(a, *, b, c=1, **kw):\n"
+        "    global g, h\n"
+        "    d = {**kw, 'x': a, **{'y': b}}\n"
+        "    match d:\n"
+        "        case P(1, x=2, y=[3]):\n"
+        "            return {**d}\n"
+    )
+    sources = [p.read_text(encoding="utf-8") for p in Path(torchtrap.__file__).parent.rglob("*.py")]
+    for source in [mixed, *sources]:
+        tree = ast.parse(source)
+        index = NodeIndex(tree)
+        expected: dict[type, list[ast.AST]] = {}
+        for node in pre_order(tree):
+            expected.setdefault(type(node), []).append(node)
+        for node_type, nodes in expected.items():
+            assert index.of(node_type) == nodes, node_type
+    tree = ast.parse(mixed)
+    NodeIndex(tree)
+    (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.MatchClass)]
+    assert all(parent(p) is call for p in call.kwd_patterns)
+    (outer,) = [n for n in ast.walk(tree) if isinstance(n, ast.Dict) and None in n.keys][:1]
+    assert all(parent(v) is outer for v in outer.values)
+
+
 def test_walk_and_walk_scope_match_the_standard_library_order() -> None:
     """``walk`` replaces ``ast.walk`` everywhere (rules may take the first
     match): same nodes in the same breadth-first order, less the operator

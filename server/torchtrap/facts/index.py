@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Iterator
 from typing import TypeVar
 
@@ -46,41 +46,86 @@ def _child_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
 _FIELDS_OF: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
+# Lists whose items may be something other than a node (None for a missing
+# default or a `**` in a dict, identifiers): their items are type-checked.
+# Every other list holds nodes only, so its items get their parent link in a
+# tight loop and go onto the stack in one `extend`.
+_MIXED_LISTS = frozenset(
+    {
+        (ast.arguments, "kw_defaults"),
+        (ast.Dict, "keys"),
+        (ast.Global, "names"),
+        (ast.Nonlocal, "names"),
+        (getattr(ast, "MatchClass", ast.AST), "kwd_attrs"),
+    }
+)
+# Per node type: (field, may hold non-nodes) for the fields that can hold a node.
+_PLAN_OF: dict[type[ast.AST], tuple[tuple[str, bool], ...]] = {}
+
+
+def _plan(node_type: type[ast.AST]) -> tuple[tuple[str, bool], ...]:
+    fields = _FIELDS_OF.get(node_type)
+    if fields is None:
+        fields = _FIELDS_OF[node_type] = _child_fields(node_type)
+    plan = _PLAN_OF[node_type] = tuple((f, (node_type, f) in _MIXED_LISTS) for f in fields)
+    return plan
+
+
 class NodeIndex:
     def __init__(self, tree: ast.Module) -> None:
-        by_type: defaultdict[type, list[ast.AST]] = defaultdict(list)
+        by_type: dict[type, list[ast.AST]] = {}
         # Iterative pre-order: deep expressions (long `a + b + ...`) must not
         # hit the recursion limit.
         stack: list[ast.AST] = [tree]
-        pop, push = stack.pop, stack.append
-        fields_of = _FIELDS_OF
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        plans = _PLAN_OF
         node_class = ast.AST
+        make_ref = weakref.ref
         while stack:
             node = pop()
-            node_type = type(node)
-            by_type[node_type].append(node)
-            fields = fields_of.get(node_type)
-            if fields is None:
-                fields = fields_of[node_type] = _child_fields(node_type)
+            node_type = node.__class__
+            found = by_type.get(node_type)
+            if found is None:
+                by_type[node_type] = [node]
+            else:
+                found.append(node)
+            plan = plans.get(node_type)
+            if plan is None:
+                plan = _plan(node_type)
+            if not plan:  # names, constants: no child can be a node
+                continue
             # A weak parent link: with strong links every tree is a web of
             # cycles that only a full garbage collection frees, which cost more
             # than the rules themselves on large trees. Made at the first
-            # child: most nodes (names, constants) have none.
+            # child: many nodes have none.
             ref: weakref.ref[ast.AST] | None = None
             # Push in reverse so that pop() yields children in source order.
-            for name in fields:
+            for name, mixed in plan:
                 value = getattr(node, name, None)
+                if value is None:
+                    continue
                 if value.__class__ is list:
+                    if not value:
+                        continue
+                    if ref is None:
+                        ref = make_ref(node)
+                    if not mixed:
+                        try:
+                            for item in value:
+                                item._tt_parent = ref
+                        except AttributeError:  # a list of something else after all
+                            mixed = True
+                        else:
+                            extend(reversed(value))
+                            continue
                     for item in reversed(value):
                         if isinstance(item, node_class):
-                            if ref is None:
-                                ref = weakref.ref(node)
-                            setattr(item, _PARENT, ref)
+                            item._tt_parent = ref  # type: ignore[attr-defined]
                             push(item)
                 elif isinstance(value, node_class):
                     if ref is None:
-                        ref = weakref.ref(node)
-                    setattr(value, _PARENT, ref)
+                        ref = make_ref(node)
+                    value._tt_parent = ref  # type: ignore[attr-defined]
                     push(value)
         self._by_type = by_type
         self.tree = tree

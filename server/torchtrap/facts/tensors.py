@@ -223,6 +223,33 @@ def _bind_target(
             mutations[root].append(_pos(stmt))
 
 
+# Node types that bind no name and mutate nothing (what `_collect` skips).
+_BINDS_NOTHING = frozenset(
+    {
+        ast.Name,
+        ast.Constant,
+        ast.Attribute,
+        ast.Subscript,
+        ast.keyword,
+        ast.Tuple,
+        ast.List,
+        ast.Dict,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.BoolOp,
+        ast.Compare,
+        ast.Expr,
+        ast.Return,
+        ast.If,
+        ast.Starred,
+        ast.Slice,
+        ast.JoinedStr,
+        ast.FormattedValue,
+        ast.comprehension,
+    }
+)
+
+
 def _collect(scope: ast.AST) -> ScopeTable:
     bindings: defaultdict[str, list[Binding]] = defaultdict(list)
     mutations: defaultdict[str, list[Pos]] = defaultdict(list)
@@ -235,6 +262,8 @@ def _collect(scope: ast.AST) -> ScopeTable:
                     Binding(arg.arg, _pos(scope), scope, annotation=arg.annotation)
                 )
     for node in walk_scope(scope):
+        if node.__class__ in _BINDS_NOTHING:  # most nodes: one set lookup, not a dozen isinstance
+            continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 _bind_target(bindings, mutations, target, node.value, node)

@@ -612,6 +612,9 @@ class _Summarizer:
         names = {fact.bound_to: fact for fact in self.s.dataloaders if fact.bound_to}
         sites: list[CallSite] = []
         untracked: set[str] = set()
+        # Imports and definitions are known by now: a callee's reference
+        # depends on its dotted name only (most calls repeat a few names).
+        refs: dict[str, str | None] = {}
         for call in facts.index.of(ast.Call):
             if id(call) in loaders:
                 continue
@@ -628,7 +631,12 @@ class _Summarizer:
                     args.append(ArgFact(None, kw.arg, kind, ast.unparse(kw.value), self.span(kw)))
             if not args and not (results and (call.args or call.keywords)):
                 continue
-            callee = self.ref(call.func)
+            dotted = dotted_name(call.func)
+            if dotted is None:
+                continue
+            callee = refs.get(dotted, "")
+            if callee == "":
+                callee = refs[dotted] = self.ref(call.func)
             if callee is None:
                 continue
             if args:
