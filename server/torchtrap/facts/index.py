@@ -214,3 +214,22 @@ def walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
         yield node
         if not isinstance(node, SCOPE_TYPES):
             extend(_children(node))
+
+
+def block_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a block and of its nested blocks (if/for/while/with/
+    try/match), in source order, not of nested functions or classes."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            inner.extend(getattr(stmt, name, ()))
+        for handler in getattr(stmt, "handlers", ()):
+            inner.extend(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            inner.extend(case.body)
+        stack.extend(reversed(inner))

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from torchtrap.facts.index import block_statements
 from torchtrap.facts.tensors import MODULE_SELF_METHODS
 
 # Modules whose call sites are kept: scripts and drivers, where models are
@@ -45,7 +46,6 @@ def is_driver(text: str) -> bool:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BLOCKS = ("body", "orelse", "finalbody")
 
 
 @dataclass(frozen=True)
@@ -86,24 +86,6 @@ def called_names(calls: Iterable[ast.AST]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items()))
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements of a block and its nested blocks, not of nested defs."""
-    stack = list(reversed(body))
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
-            continue
-        inner: list[ast.stmt] = []
-        for name in _BLOCKS:
-            inner.extend(getattr(stmt, name, ()))
-        for handler in getattr(stmt, "handlers", ()):
-            inner.extend(handler.body)
-        for case in getattr(stmt, "cases", ()):
-            inner.extend(case.body)
-        stack.extend(reversed(inner))
-
-
 class _Scope:
     """The statement-level calls and bindings of one function (or the module)."""
 
@@ -116,7 +98,7 @@ class _Scope:
         self.calls: list[ast.Call] = []
         self.bound: dict[str, list[ast.expr | None]] = {}
         self.lines = lines
-        for stmt in _statements(body):
+        for stmt in block_statements(body):
             if isinstance(stmt, ast.Assign):
                 single = len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 for target in stmt.targets:

@@ -18,14 +18,14 @@ import hashlib
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
-from torchtrap.facts.index import parent, walk
+from torchtrap.facts.index import block_statements, parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
 from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, TensorFacts
 from torchtrap.facts.workers import pins_fork
@@ -480,7 +480,7 @@ class _Summarizer:
         last_of_sequential: dict[str, str] = {}
         methods = {b.name: b for b in cls.body if isinstance(b, ast.FunctionDef)}
         init = methods.get("__init__")
-        for stmt in _statements(init.body) if init is not None else ():
+        for stmt in block_statements(init.body) if init is not None else ():
             if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
                 continue
             call = stmt.value
@@ -744,30 +744,11 @@ def _is_layer(qual: str) -> bool:
     return qual.startswith("torch.nn.") and any(w in qual for w in _LAYER_WORDS)
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements of a block and of its nested blocks (if/for/while/with/
-    try/match), not of nested functions or classes."""
-    stack = list(reversed(body))
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        inner: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            inner.extend(getattr(stmt, name, ()))
-        for handler in getattr(stmt, "handlers", ()):
-            inner.extend(handler.body)
-        for case in getattr(stmt, "cases", ()):
-            inner.extend(case.body)
-        stack.extend(reversed(inner))
-
-
 def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr | None]]:
     """The values each local name is bound to in the function (None: bound
     otherwise, by a loop, ``with``, unpacking or an augmented assignment)."""
     assigned: dict[str, list[ast.expr | None]] = {}
-    for stmt in _statements(fn.body):
+    for stmt in block_statements(fn.body):
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
@@ -809,7 +790,7 @@ def _return_values(
         assigned = _assigned_names(fn)
     return [
         _follow(stmt.value, assigned)
-        for stmt in _statements(fn.body)
+        for stmt in block_statements(fn.body)
         if isinstance(stmt, ast.Return)
     ]
 
