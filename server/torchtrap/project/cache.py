@@ -56,6 +56,7 @@ _ALLOWED = {
         "CallSite",
         "Span",
     },
+    "torchtrap.project.passing": {"PassingSite", "PassedArg"},
     "torchtrap.project.cache": {"Entry"},
 }
 
