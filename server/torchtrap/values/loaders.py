@@ -148,7 +148,8 @@ class Loaders:
         (none when unknown), None when some binding is something else."""
         return self._resolve(expr, at, depth, self._iter_result_value, self.iter_result)
 
-    def _iter_result_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+    def _iter_source(self, value: ast.expr) -> ast.expr | None:
+        """``x`` of ``iter(x)`` (the builtin, not shadowed) or ``x.__iter__()``."""
         if not isinstance(value, ast.Call) or value.keywords:
             return None
         func = value.func
@@ -158,10 +159,14 @@ class Loaders:
             and len(value.args) == 1
             and not self._shadowed("iter", value)
         ):
-            return self._iterated(value.args[0], value, depth)
+            return value.args[0]
         if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
-            return self._iterated(func.value, value, depth)
+            return func.value
         return None
+
+    def _iter_result_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
+        source = self._iter_source(value)
+        return None if source is None else self._iterated(source, value, depth)
 
     def _iterated(self, source: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
         found = self.dataloader(source, at, depth + 1)
@@ -172,19 +177,8 @@ class Loaders:
         return _NONE
 
     def _iterator_value(self, value: ast.expr, at: ast.AST, depth: int) -> LoaderEvidence | None:
-        if not isinstance(value, ast.Call) or value.keywords:
-            return None
-        func = value.func
-        if (
-            isinstance(func, ast.Name)
-            and func.id == "iter"
-            and len(value.args) == 1
-            and not self._shadowed("iter", value)
-        ):
-            return self.dataloader(value.args[0], value, depth + 1)
-        if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
-            return self.dataloader(func.value, value, depth + 1)
-        return None
+        source = self._iter_source(value)
+        return None if source is None else self.dataloader(source, value, depth + 1)
 
     # -- shared resolution ------------------------------------------------------------
     def _resolve(
