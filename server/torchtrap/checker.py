@@ -37,6 +37,8 @@ from torchtrap.project.summary import ModuleSummary
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from torchtrap.engine import Parsed
+
 # Below this many files a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 24
 
@@ -58,6 +60,9 @@ class Item:
     summary: ModuleSummary | None = None
     report: FileReport | None = None  # final (pass 1 or cache)
     needs_project: bool = False
+    # Without a process pool: pass 1's parse (engine.Parsed) of a file that
+    # needs the project, for pass 2's lint; dropped once used.
+    parsed: Parsed | None = None
 
 
 @dataclass
@@ -76,18 +81,28 @@ class Options:
 
 def _first_pass(item: Item) -> tuple[ModuleSummary | None, FileReport | None, bool]:
     """(summary, final report or None, needs the project)."""
+    summary, report, needs, _ = _first_pass_keeping(item)
+    return summary, report, needs
+
+
+def _first_pass_keeping(
+    item: Item,
+) -> tuple[ModuleSummary | None, FileReport | None, bool, Parsed | None]:
+    """:func:`_first_pass`, and the parse of a file that needs the project
+    (None otherwise). In-process only: a tree does not
+    come back from a worker cheaply."""
     from torchtrap.engine import analyse
 
     assert item.data is not None
     if not item.checked:
         from torchtrap.project.build import summarize_source
 
-        return summarize_source(item.data, item.path, item.module), None, False
+        return summarize_source(item.data, item.path, item.module), None, False, None
     result = analyse(item.data, item.path, item.config, project=PENDING, module=item.module)
     if result.needs_project:
-        return result.summary, None, True
+        return result.summary, None, True, result.parsed
     report = FileReport(item.path, [f.detached(item.config.fix_edits) for f in result.findings])
-    return result.summary, report, False
+    return result.summary, report, False, None
 
 
 _PROJECTS: dict[str, dict[str, Project]] = {}
@@ -264,8 +279,14 @@ def _pass_one(todo: list[Item], pool: Executor | None, options: Options) -> None
     ]
     cache = options.cache
     progress = options.progress
-    results = _map(pool, _first_pass, work)
-    for i, (item, (summary, report, needs)) in enumerate(zip(todo, results, strict=True), 1):
+    results: Iterable[tuple[ModuleSummary | None, FileReport | None, bool, Parsed | None]]
+    if pool is None:
+        results = map(_first_pass_keeping, work)
+    else:
+        results = (result + (None,) for result in _map(pool, _first_pass, work))
+    for i, (item, (summary, report, needs, parsed)) in enumerate(
+        zip(todo, results, strict=True), 1
+    ):
         if progress is not None and (i % 50 == 0 or i == len(todo)):
             progress(i, len(todo))
         item.summary = summary
@@ -275,6 +296,7 @@ def _pass_one(todo: list[Item], pool: Executor | None, options: Options) -> None
             continue
         item.report = report
         item.needs_project = needs
+        item.parsed = parsed
         if cache is not None:
             cache.put(
                 os.path.abspath(item.path),
@@ -357,8 +379,11 @@ def _pass_two(items: list[Item], pool: Executor | None, options: Options) -> lis
 
 
 def _check_with(item: Item, project: Project | None, options: Options) -> FileReport:
+    parsed, item.parsed = item.parsed, None
     return check_file(
-        (item.path, item.config, None, options.fix, options.unsafe, options.diff), project
+        (item.path, item.config, None, options.fix, options.unsafe, options.diff),
+        project,
+        parsed=parsed,
     )
 
 
@@ -372,16 +397,26 @@ def _decode(data: bytes) -> str | None:
 
 
 def check_file(
-    task: tuple[str, Config, str | None, bool, bool, bool], project: Project | None = None
+    task: tuple[str, Config, str | None, bool, bool, bool],
+    project: Project | None = None,
+    *,
+    parsed: Parsed | None = None,
 ) -> FileReport:
     """Lint (and maybe fix) one file; runs in a worker process with -j N.
-    ``project``: the index of its project (None: the file alone)."""
+    ``project``: the index of its project (None: the file alone).
+    ``parsed``: the file's parse from the first pass,
+    linted instead of reading and parsing the file again."""
     from torchtrap.engine import fix_source, lint, unreadable_finding
     from torchtrap.source import UndecodableSource, decode_source
 
     path, config, stdin_text, fix, unsafe, diff = task
     unsafe = unsafe or config.unsafe_fixes  # `unsafe-fixes = true` works like --unsafe-fixes
     report = FileReport(path)
+    if parsed is not None and not (fix or diff) and not path.endswith(".ipynb"):
+        report.source = parsed.text
+        found = lint(parsed.text, path, config, project=project, parsed=parsed)
+        report.findings = [f.detached(config.fix_edits) for f in found]
+        return report
     try:
         data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
     except OSError as err:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchtrap.config import Config
-from torchtrap.facts import ModuleFacts
+from torchtrap.facts import ModuleFacts, NodeIndex
 from torchtrap.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -81,6 +81,7 @@ def lint(
     project: Project | None = None,
     *,
     cells: Sequence[CellSpan] = (),
+    parsed: Parsed | None = None,
 ) -> list[Finding]:
     """Findings for one module, sorted by position.
 
@@ -90,19 +91,35 @@ def lint(
     location and no rule findings. An exception in a rule is logged and
     that rule skipped; the others still run. ``cells``: the module is a
     notebook's cells joined (``torchtrap.notebook``), laid out so.
+    ``parsed``: ``source``'s parse from an earlier :func:`analyse`.
     """
-    return analyse(source, path, config, rules, project=project, cells=cells).findings
+    return analyse(
+        source, path, config, rules, project=project, cells=cells, parsed=parsed
+    ).findings
+
+
+@dataclass
+class Parsed:
+    """A module's text, syntax tree and node index, kept from the first
+    pass of ``check`` for the file's second lint (with the project), which
+    then neither parses nor indexes it again. Facts are computed afresh."""
+
+    text: str
+    tree: ast.Module
+    index: NodeIndex
 
 
 @dataclass
 class Analysis:
     """One parse's results: the findings, the module's summary for the
     project index (when asked for), and whether a rule asked for the
-    project while it was PENDING (then ``findings`` is empty: lint again)."""
+    project while it was PENDING (then ``findings`` is empty: lint again;
+    ``parsed`` is the parse to lint it with)."""
 
     findings: list[Finding]
     summary: ModuleSummary | None = None
     needs_project: bool = False
+    parsed: Parsed | None = None
 
 
 def analyse(
@@ -114,12 +131,19 @@ def analyse(
     project: Project | _Pending | None = None,
     module: tuple[str, bool] | None = None,
     cells: Sequence[CellSpan] = (),
+    parsed: Parsed | None = None,
 ) -> Analysis:
     """Lint and, when ``module`` (its dotted name, is a package) is given,
     summarise the module from the same parse. ``project=PENDING`` is
     ``check``'s first pass: a rule that asks for the project stops the lint
-    of this file (``needs_project``), the summary is still made."""
+    of this file (``needs_project``), the summary is still made.
+    ``parsed``: the parse of ``source`` kept from an earlier analysis
+    (``Analysis.parsed``), used instead of parsing it again."""
     config = config or Config()
+    if parsed is not None:
+        return _analyse_tree(
+            parsed.text, parsed.tree, parsed.index, path, config, rules, project, module, cells
+        )
     if isinstance(source, bytes):
         try:
             source = decode_source(source)
@@ -130,7 +154,6 @@ def analyse(
         return Analysis(
             [unreadable_finding(path, "file contains a NUL byte; not Python source", line, 0)]
         )
-    text = SourceText(source)
     try:
         with warnings.catch_warnings():
             # SyntaxWarnings (invalid escapes) are the user's business, not ours.
@@ -143,14 +166,28 @@ def analyse(
         return Analysis([unreadable_finding(path, f"SyntaxError: {err.msg}", line, col)])
     except (ValueError, RecursionError, MemoryError) as err:
         return Analysis([unreadable_finding(path, f"cannot parse: {err}", 1, 0)])
+    return _analyse_tree(source, tree, None, path, config, rules, project, module, cells)
 
+
+def _analyse_tree(
+    source: str,
+    tree: ast.Module,
+    index: NodeIndex | None,
+    path: str,
+    config: Config,
+    rules: Sequence[type[Rule]] | None,
+    project: Project | _Pending | None,
+    module: tuple[str, bool] | None,
+    cells: Sequence[CellSpan],
+) -> Analysis:
+    text = SourceText(source)
     selected = rules if rules is not None else enabled_rules(config, path)
     selected = matching_rules(selected, source)
     findings: list[Finding] = []
     facts: ModuleFacts | None = None
     needs_project = False
     if selected:
-        facts = ModuleFacts(tree)
+        facts = ModuleFacts(tree, index)
         ctx = Context(text, path, tree, facts, config, project)
         if cells:
             ctx.displayed = displayed_lines(tree, text.lines, cells)
@@ -173,7 +210,10 @@ def analyse(
             summary = summarize(tree, text, path, module[0], module[1], facts)
         except RecursionError:  # absurdly deep code: no summary, still linted
             summary = None
-    return Analysis(findings, summary, needs_project)
+    kept = None
+    if needs_project and facts is not None:
+        kept = Parsed(source, tree, facts.index)
+    return Analysis(findings, summary, needs_project, kept)
 
 
 def unreadable_finding(path: str, message: str, line: int = 1, column: int = 0) -> Finding:

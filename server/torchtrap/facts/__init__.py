@@ -25,9 +25,11 @@ __all__ = [
 class ModuleFacts:
     """Lazily computed: a rule that never asks for DataLoaders costs nothing."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, index: NodeIndex | None = None) -> None:
+        """``index``: the tree's node index when one was built already
+        (``check`` lints a file again with the project: same tree)."""
         self.tree = tree
-        self.index = NodeIndex(tree)
+        self.index = NodeIndex(tree) if index is None else index
 
     @cached_property
     def imports(self) -> ImportTable:

@@ -290,12 +290,26 @@ class Project:
             _read(found)
             return found
         # A script's own folder is on sys.path: `from model import Net` next to it.
+        # Remembered per (name, importer): resolving every call site of the
+        # project asks the same few names from each file, most of them
+        # not project modules ("torch.nn"). The summaries do not change.
+        memo = self.__dict__.get("_beside_memo")
+        if memo is None:
+            memo = self.__dict__["_beside_memo"] = {}
+        key = (name, importer)
+        if key in memo:
+            found = memo[key]
+        else:
+            found = memo[key] = self._beside(name, importer)
+        _read(found)
+        return found
+
+    def _beside(self, name: str, importer: str) -> ModuleSummary | None:
         folder = os.path.dirname(os.path.abspath(importer))
         rel = name.replace(".", os.sep)
         for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
             found = self._by_path.get(os.path.join(folder, candidate))
             if found is not None:
-                _read(found)
                 return found
         return None
 
