@@ -58,10 +58,17 @@ class ConfigLookup:
 
         self._load = load_config
         self._cache: dict[Path, Config] = {}
+        self._asked: dict[Path, Config] = {}  # by the path as asked, unresolved
         self.overrides = overrides or {}
         self.warnings: list[str] = []
 
     def __call__(self, folder: Path) -> Config:
+        # Discovery and the project's layout ask for the same folders:
+        # resolving the path (a system call per component) once is enough.
+        hit = self._asked.get(folder)
+        if hit is not None:
+            return hit
+        asked = folder
         folder = folder.resolve()
         if folder not in self._cache:
             config = self._load(folder)
@@ -72,4 +79,5 @@ class ConfigLookup:
             elif config.source is None:
                 self.warnings.extend(w for w in config.warnings if w not in self.warnings)
             self._cache[folder] = config.merged(**self.overrides)  # type: ignore[arg-type]
-        return self._cache[folder]
+        found = self._asked[asked] = self._cache[folder]
+        return found

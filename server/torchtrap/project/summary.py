@@ -29,7 +29,7 @@ from torchtrap.facts.index import block_statements, parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
 from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, TensorFacts
 from torchtrap.facts.workers import pins_fork
-from torchtrap.findings import Position, Range
+from torchtrap.findings import Range
 from torchtrap.project.passing import (
     PassingSite,
     called_names,
@@ -428,9 +428,10 @@ class _Summarizer:
             body = body[1:]  # the docstring ("Returns a model ...") does not count
         if not body:
             return None
-        first = self.source.offset(Position(body[0].lineno, 0))
-        last = self.source.offset(Position((fn.end_lineno or fn.lineno) + 1, 0))
-        if self.text.count("return", first, last) != len(returns):
+        # The lines from the body's first statement to the function's last
+        # ("return" never spans a line break: no line offsets needed).
+        lines = self.source.lines[body[0].lineno - 1 : fn.end_lineno or fn.lineno]
+        if "\n".join(lines).count("return") != len(returns):
             return None
         assigned = _assigned_names(fn) if any(isinstance(r, ast.Name) for r in returns) else {}
         found: set[str | None] = set()
