@@ -305,11 +305,22 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
     return hit[1]
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml above ``start`` that has [tool.torchtrap]."""
+def find_pyproject(start: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest pyproject.toml above ``start`` that has [tool.torchtrap].
+    ``known``: the answers for resolved folders asked before, filled in as
+    the folders are walked up (a walk of ``check`` asks for every folder,
+    and each one's parents are the folder before's)."""
+    if known is not None and start in known:
+        return known[start]
     start = start.resolve()
     folder = start if start.is_dir() else start.parent
+    walked: list[Path] = []
+    found: Path | None = None
     for candidate in (folder, *folder.parents):
+        if known is not None and candidate in known:
+            found = known[candidate]
+            break
+        walked.append(candidate)
         path = candidate / "pyproject.toml"
         try:
             data = _read_toml(path)
@@ -318,13 +329,18 @@ def find_pyproject(start: Path) -> Path | None:
         if data is None:
             continue
         if isinstance(data.get("tool"), dict) and "torchtrap" in data["tool"]:
-            return path
-    return None
+            found = path
+            break
+    if known is not None:
+        for candidate in walked:
+            known[candidate] = found
+    return found
 
 
-def load_config(start: str | Path) -> Config:
-    """Config for a file or folder; a broken pyproject gives a warning."""
-    path = find_pyproject(Path(start))
+def load_config(start: str | Path, known: dict[Path, Path | None] | None = None) -> Config:
+    """Config for a file or folder; a broken pyproject gives a warning.
+    ``known``: see :func:`find_pyproject`."""
+    path = find_pyproject(Path(start), known)
     if path is None:
         return Config()
     try:

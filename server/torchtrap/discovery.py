@@ -59,6 +59,7 @@ class ConfigLookup:
         self._load = load_config
         self._cache: dict[Path, Config] = {}
         self._asked: dict[Path, Config] = {}  # by the path as asked, unresolved
+        self._pyprojects: dict[Path, Path | None] = {}  # config.find_pyproject's
         self.overrides = overrides or {}
         self.warnings: list[str] = []
 
@@ -71,7 +72,7 @@ class ConfigLookup:
         asked = folder
         folder = folder.resolve()
         if folder not in self._cache:
-            config = self._load(folder)
+            config = self._load(folder, self._pyprojects)
             if config.source is not None and config.source not in {
                 c.source for c in self._cache.values()
             }:

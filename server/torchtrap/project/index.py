@@ -257,6 +257,20 @@ class Project:
         """Where ``ref`` is defined ("pkg.Noisy" → "pkg.data.Noisy" through
         ``pkg/__init__.py``'s ``from .data import Noisy``); a module resolves
         to itself. None for anything the project does not define."""
+        if _depth == 0 and _READS.get() is None:
+            # Nothing records what is read (``check``, building a table): the
+            # answer is remembered (a file's call sites repeat a few callees).
+            memo = self.__dict__.get("_resolved")
+            if memo is None:
+                memo = self.__dict__["_resolved"] = {}
+            key = (ref, importer)
+            if key in memo:
+                return memo[key]
+            found = memo[key] = self._resolve(ref, importer, 0)
+            return found
+        return self._resolve(ref, importer, _depth)
+
+    def _resolve(self, ref: str, importer: str | None, _depth: int) -> str | None:
         if _depth > _MAX_DEPTH:
             return None  # an import cycle
         parts = ref.split(".")
