@@ -74,3 +74,23 @@ def test_unsafe_fixes_key() -> None:
     assert bad.unsafe_fixes is False and "unsafe-fixes must be true or false" in bad.warnings[0]
     assert Config().merged(unsafe_fixes=True).unsafe_fixes is True
     assert Config(unsafe_fixes=True).merged().unsafe_fixes is True
+
+
+def test_find_pyproject_shares_what_it_learnt_walking_up(tmp_path: Path) -> None:
+    """The answers ``ConfigLookup`` keeps for folders walked before are the
+    ones a fresh walk gives: the nearest [tool.torchtrap] above each folder."""
+    from torchtrap.config import find_pyproject
+
+    (tmp_path / "pyproject.toml").write_text("[tool.torchtrap]\n", encoding="utf-8")
+    inner = tmp_path / "a" / "inner"
+    (inner / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (inner / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    (tmp_path / "a" / "pyproject.toml").write_text("[tool.torchtrap]\nselect = []\n")
+    known: dict[Path, Path | None] = {}
+    folders = [inner / "deep" / "er", tmp_path / "a" / "b" / "c", inner, tmp_path, inner / "deep"]
+    for folder in folders:
+        assert find_pyproject(folder, known) == find_pyproject(folder)
+    assert find_pyproject(inner / "deep" / "er", known) == tmp_path / "a" / "pyproject.toml"
+    assert find_pyproject(tmp_path, known) == tmp_path / "pyproject.toml"
+    assert known[(inner / "deep").resolve()] == tmp_path / "a" / "pyproject.toml"

@@ -163,7 +163,8 @@ def test_node_index_lists_nodes_of_a_type_in_pre_order() -> None:
 def test_walk_and_walk_scope_match_the_standard_library_order() -> None:
     """``walk`` replaces ``ast.walk`` everywhere (rules may take the first
     match): same nodes in the same breadth-first order, less the operator
-    singletons; ``walk_scope`` the same depth-first order as before."""
+    singletons; ``walk_scope`` the same depth-first order as before, on
+    every walk of a scope."""
     import sys
     from pathlib import Path
 
@@ -192,3 +193,5 @@ def test_walk_and_walk_scope_match_the_standard_library_order() -> None:
             want = reference_scope(scope)
             seen = list(walk_scope(scope))
             assert len(seen) == len(want) and all(a is b for a, b in zip(seen, want, strict=True))
+            again = list(walk_scope(scope))  # listed once, kept on the scope
+            assert len(again) == len(want) and all(a is b for a, b in zip(again, want, strict=True))

@@ -269,3 +269,26 @@ def test_a_lint_records_the_files_and_references_it_read(tmp_path: Path) -> None
     with recording() as alone:
         analyse(files["other.py"], str(tmp_path / "other.py"), project=project)
     assert not alone.concerns(project, summary("nets.py", files["nets.py"]))
+
+
+def test_resolve_remembers_answers_only_while_nothing_records(tmp_path: Path) -> None:
+    """``resolve`` answers a repeated question from memory in ``check``, but
+    a recorded lint (the language server's dependent refresh) still reads
+    every file the answer rests on."""
+    from torchtrap.project.index import recording
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "g"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.impl import Impl\n")
+    (tmp_path / "pkg" / "impl.py").write_text("class Impl: pass\n")
+    (tmp_path / "user.py").write_text("from pkg import Impl\n")
+    project = index(tmp_path)
+    user = str(tmp_path / "user.py")
+    assert project.resolve("pkg.Impl", user) == "pkg.impl.Impl"
+    assert project.resolve("pkg.Impl", user) == "pkg.impl.Impl"
+    with recording() as reads:
+        assert project.resolve("pkg.Impl", user) == "pkg.impl.Impl"
+    assert {os.path.relpath(p, tmp_path) for p in reads.paths} == {
+        os.path.join("pkg", "__init__.py"),
+        os.path.join("pkg", "impl.py"),
+    }

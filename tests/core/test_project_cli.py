@@ -267,3 +267,24 @@ def test_unreadable_folder_is_skipped(flat: Path, capsys: pytest.CaptureFixture[
         assert len(json.loads(out)["findings"]) == 4
     finally:
         locked.chmod(0o755)
+
+
+def test_second_pass_lints_the_first_pass_parse(
+    flat: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j 1 a file whose rules asked for the project is parsed once:
+    its second lint reuses the first pass's tree and node index (same
+    findings as a parse of its own)."""
+    import ast
+
+    parsed: list[str] = []
+    real_parse = ast.parse
+
+    def counting(source, filename="<unknown>", *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(str(filename))
+        return real_parse(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    assert findings(capsys, flat, "--no-cache", "-j", "1", str(flat)) == FLAT_EXPECTED
+    datasets = str(flat / "datasets.py")
+    assert parsed.count(datasets) == 1, parsed
