@@ -413,10 +413,7 @@ def check_file(
     unsafe = unsafe or config.unsafe_fixes  # `unsafe-fixes = true` works like --unsafe-fixes
     report = FileReport(path)
     if parsed is not None and not (fix or diff) and not path.endswith(".ipynb"):
-        report.source = parsed.text
-        found = lint(parsed.text, path, config, project=project, parsed=parsed)
-        report.findings = [f.detached(config.fix_edits) for f in found]
-        return report
+        return _lint_report(report, parsed.text, config, project, parsed)
     try:
         data = stdin_text.encode("utf-8") if stdin_text is not None else Path(path).read_bytes()
     except OSError as err:
@@ -449,8 +446,17 @@ def check_file(
             else:
                 report.fixed = count
                 text = fixed
+    return _lint_report(report, text, config, project, None)
+
+
+def _lint_report(
+    report: FileReport, text: str, config: Config, project: Project | None, parsed: Parsed | None
+) -> FileReport:
+    """``report`` with the findings of ``text`` (linted from ``parsed`` when given)."""
+    from torchtrap.engine import lint
+
     report.source = text
-    found = lint(text, path, config, project=project)
+    found = lint(text, report.path, config, project=project, parsed=parsed)
     report.findings = [f.detached(config.fix_edits) for f in found]
     return report
 

@@ -177,11 +177,15 @@ def enclosing_statement(node: ast.AST) -> ast.stmt | None:
 _FORWARD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _children(node: ast.AST) -> list[ast.AST]:
-    node_type = type(node)
+def _forward_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
     fields = _FORWARD_FIELDS.get(node_type)
     if fields is None:
         fields = _FORWARD_FIELDS[node_type] = tuple(reversed(_child_fields(node_type)))
+    return fields
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    fields = _forward_fields(type(node))
     out: list[ast.AST] = []
     for name in fields:
         value = getattr(node, name, None)
@@ -212,9 +216,7 @@ _SCOPE_NODES = "_tt_scope_nodes"
 
 
 def _forward_plan(node_type: type[ast.AST]) -> tuple[tuple[str, bool], ...]:
-    fields = _FORWARD_FIELDS.get(node_type)
-    if fields is None:
-        fields = _FORWARD_FIELDS[node_type] = tuple(reversed(_child_fields(node_type)))
+    fields = _forward_fields(node_type)
     plan = _FORWARD_PLAN[node_type] = tuple((f, (node_type, f) in _MIXED_LISTS) for f in fields)
     return plan
 
