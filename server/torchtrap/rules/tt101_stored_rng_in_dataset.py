@@ -16,12 +16,14 @@ from torchtrap.facts.datasets import (
     self_stores,
     worker_count,
 )
+from torchtrap.facts.generators import CONSTRUCTORS
 from torchtrap.facts.index import enclosing_function, parent, walk
 from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
 from torchtrap.findings import Edit, Finding, Fix, RelatedLocation, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.worker_init import plan_worker_init, worker_init_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind as ValueKind
 from torchtrap.values.datasets import (
     DatasetFacts,
     Exposure,
@@ -34,20 +36,13 @@ from torchtrap.values.datasets import (
 from torchtrap.values.remote import remote_fact, remote_uses
 
 
+# The generator families of the value layer (torchtrap.facts.generators).
 class Kind(enum.Enum):
     NUMPY = "numpy.random.default_rng"
     RANDOM_STATE = "numpy.random.RandomState"
     PY_RANDOM = "random.Random"
     TORCH = "torch.Generator"
 
-
-CONSTRUCTORS = {
-    "numpy.random.default_rng": Kind.NUMPY,
-    "numpy.random.Generator": Kind.NUMPY,
-    "numpy.random.RandomState": Kind.RANDOM_STATE,
-    "random.Random": Kind.PY_RANDOM,
-    "torch.Generator": Kind.TORCH,
-}
 
 # Methods that re-seed a generator in place (a fresh state: not a draw).
 RESEED_METHODS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
@@ -70,48 +65,21 @@ class Stored:
     display: str  # the constructor as the user spelled it: "np.random.default_rng"
 
 
-def generator_call(
-    value: ast.expr, rule: Rule, depth: int = 0
-) -> tuple[Kind, ast.Call, str] | None:
-    """The generator a stored value builds: ``np.random.default_rng(0)``,
-    ``torch.Generator().manual_seed(0)``, or a local name assigned one."""
-    imports = rule.ctx.facts.imports
-    if isinstance(value, ast.Name) and depth < 2:
-        # `rng = default_rng(seed); self.rng = rng`: the method's own names
-        # only (a module-wide search for every `self.x = x` costs too much);
-        # every binding that reaches the store must build one.
-        fn = enclosing_function(value)
-        reach = rule.ctx.values.tensors.reaching(value.id, value) if fn is not None else None
-        if reach is None or not reach.complete or reach.mutated:
-            return None
-        found = None
-        for binding in reach.bindings:
-            if binding.value is None:
-                return None
-            found = generator_call(binding.value, rule, depth + 1)
-            if found is None:
-                return None
-        return found
-    if isinstance(value, ast.IfExp | ast.BoolOp):
-        # `default_rng(seed) if seed is not None else default_rng()`, `rng or default_rng()`
-        options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else value.values
-        for option in options:
-            found = generator_call(option, rule, depth + 1)
-            if found is not None:
-                return found
+def stored_generator(value: ast.expr, rule: Rule) -> tuple[Kind, ast.Call, str] | None:
+    """The generator a stored value builds, as the value layer answers it:
+    ``np.random.default_rng(0)``, ``torch.Generator().manual_seed(0)``,
+    ``rng or default_rng()``, or a local name that every path assigns one.
+    Built in the storing method only (a generator passed in or kept at
+    module level is not this rule's)."""
+    held = rule.ctx.values.of(value)
+    gen = held.generator
+    if held.kind is not ValueKind.RNG or gen is None:
         return None
-    if not isinstance(value, ast.Call):
+    if not held.definite and not gen.alternative:
+        return None  # a generator on some paths to the store only
+    if enclosing_function(gen.ctor) is not enclosing_function(value):
         return None
-    func = value.func
-    if isinstance(func, ast.Attribute) and func.attr == "manual_seed":
-        inner = func.value
-        if isinstance(inner, ast.Call) and imports.qualname(inner.func) == "torch.Generator":
-            return Kind.TORCH, inner, rule.ctx.source.segment(rule.ctx.range(inner.func))
-        return None
-    kind = CONSTRUCTORS.get(imports.qualname(func) or "")
-    if kind is None:
-        return None
-    return kind, value, rule.ctx.source.segment(rule.ctx.range(func))
+    return Kind(gen.family), gen.ctor, rule.ctx.source.segment(rule.ctx.range(gen.ctor.func))
 
 
 def generator_use(node: ast.Attribute) -> str | None:
@@ -281,7 +249,7 @@ class StoredRngInDataset(Rule):
             for attr, stmt, _target, value in self_stores(fn):
                 if value is None or attr in stored:
                     continue
-                found = generator_call(value, self)
+                found = stored_generator(value, self)
                 if found is not None:
                     stored[attr] = Stored(attr, stmt, *found)
         if not stored:

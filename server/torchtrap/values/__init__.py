@@ -26,6 +26,12 @@ value as seen at another node) and gets a :class:`Value`:
 ``value.output``
     For a module instance or a project function: the value calling it gives
     (``nn.Softmax(1).cuda()``'s output is a softmax probability).
+``value.generator``
+    For a random generator (``Kind.RNG``): a :class:`Generator`, its
+    ``family`` ("numpy.random.default_rng", "torch.Generator", ...) and
+    ``ctor`` (the constructor call; the table is
+    :mod:`torchtrap.facts.generators`). ``alternative``: MAY only because
+    one operand of ``a if c else b`` / ``a or b`` builds it.
 ``value.elements`` / ``value.field(name)``
     A tuple element-wise; a distribution's ``"probs"``.
 
@@ -38,6 +44,25 @@ across functions and files: :mod:`torchtrap.values.evaluate`.
 """
 
 from torchtrap.values.evaluate import Values
-from torchtrap.values.model import UNKNOWN, Certainty, Kind, Probability, Step, Value, join
+from torchtrap.values.model import (
+    UNKNOWN,
+    Certainty,
+    Generator,
+    Kind,
+    Probability,
+    Step,
+    Value,
+    join,
+)
 
-__all__ = ["UNKNOWN", "Certainty", "Kind", "Probability", "Step", "Value", "Values", "join"]
+__all__ = [
+    "UNKNOWN",
+    "Certainty",
+    "Generator",
+    "Kind",
+    "Probability",
+    "Step",
+    "Value",
+    "Values",
+    "join",
+]

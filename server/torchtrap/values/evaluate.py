@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from torchtrap.facts.autograd import distribution_kind
 from torchtrap.facts.devices import Cuda
+from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generator_family
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
@@ -36,6 +37,7 @@ from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
     UNKNOWN,
     Certainty,
+    Generator,
     Kind,
     Probability,
     Value,
@@ -172,9 +174,12 @@ class Values:
         if isinstance(expr, ast.BinOp):
             return self._binop(expr, at, depth)
         if isinstance(expr, ast.IfExp):
-            return join(
-                [self._eval(expr.body, at, depth + 1), self._eval(expr.orelse, at, depth + 1)]
-            )
+            options = [self._eval(expr.body, at, depth + 1), self._eval(expr.orelse, at, depth + 1)]
+            return _alternatives(options) or join(options)
+        if isinstance(expr, ast.BoolOp):
+            # `rng or default_rng()`: a generator question only (the operands
+            # of a tensor `and`/`or` are truth values).
+            return _alternatives([self._eval(v, at, depth + 1) for v in expr.values]) or UNKNOWN
         if isinstance(expr, ast.NamedExpr):
             return self._eval(expr.value, at, depth + 1)
         if isinstance(expr, (ast.Tuple, ast.List)):
@@ -218,6 +223,9 @@ class Values:
         return out if callee.definite else out.maybe(callee.assumed)
 
     def _qualified_call(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
+        family = generator_family(qualname)
+        if family is not None:
+            return Value(Kind.RNG, generator=Generator(family, call))
         if qualname in ops.SOFTMAX_FUNCTIONS:
             return tensor(Probability("softmax", call))
         if qualname in ops.SIGMOID_FUNCTIONS:
@@ -269,6 +277,13 @@ class Values:
         """``x.<method>(...)`` on an unimported receiver; None: not a method
         the table knows (the receiver may be a callable attribute)."""
         attr = func.attr
+        if attr in SELF_RETURNING and isinstance(func.value, ast.Call):
+            # torch.Generator().manual_seed(0): the generator itself
+            receiver = self._eval(func.value, at, depth + 1)
+            gen = receiver.generator
+            if gen is not None and gen.family == TORCH_GENERATOR:
+                return receiver
+            return None
         if attr == "softmax":
             return tensor(Probability("softmax", call))
         if attr == "sigmoid" and not call.args and not call.keywords:
@@ -567,6 +582,31 @@ def _layer_output(qualname: str, call: ast.Call) -> Value | None:
     if qualname in ops.LOGSIGMOID_MODULES:
         return tensor(log_probability=Probability("logsigmoid", call, direct=False, module=True))
     return None
+
+
+def _alternatives(options: list[Value]) -> Value | None:
+    """``a if c else b`` / ``a or b`` where some operand is a random
+    generator: the first one, MAY unless every operand is one; None when
+    none is (the caller's usual answer)."""
+    built = [v for v in options if v.kind is Kind.RNG and v.generator is not None]
+    if not built:
+        return None
+    first = built[0]
+    assert first.generator is not None
+    if len(built) == len(options):
+        joined = join(options)  # the certainty; the first operand's constructor
+        alternative = joined.generator is not None and joined.generator.alternative
+        return replace(
+            joined,
+            generator=replace(first.generator, alternative=alternative),
+            origin=first.origin,
+        )
+    return replace(
+        first,
+        certainty=Certainty.MAY,
+        generator=replace(first.generator, alternative=True),
+        assumed="a generator when that operand is taken",
+    )
 
 
 def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:

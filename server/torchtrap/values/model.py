@@ -78,6 +78,22 @@ class Probability:
 
 
 @dataclass(frozen=True)
+class Generator:
+    """A random generator (``Kind.RNG``) and the call that builds it.
+
+    ``family``: what it is (:data:`torchtrap.facts.generators.CONSTRUCTORS`'s
+    values: "numpy.random.default_rng", "numpy.random.RandomState",
+    "random.Random", "torch.Generator"). ``ctor``: the constructor call
+    (inside a ``.manual_seed(...)`` chain for torch). ``alternative``: one
+    operand of ``a if c else b`` / ``a or b`` builds it (the value is MAY
+    for that reason alone, not because a path to the use skips it)."""
+
+    family: str
+    ctor: ast.Call
+    alternative: bool = False
+
+
+@dataclass(frozen=True)
 class Step:
     """One link of a value's origin chain (for related information)."""
 
@@ -95,6 +111,8 @@ class Value:
     output: Value | None = None
     # A tuple: its elements (None where unknown).
     elements: tuple[Value, ...] | None = None
+    # A random generator (Kind.RNG): which one, built where.
+    generator: Generator | None = None
     # Named parts (a distribution's "probs").
     fields: tuple[tuple[str, Value], ...] = ()
     origin: tuple[Step, ...] = ()
@@ -166,6 +184,8 @@ def join(values: list[Value]) -> Value:
     first = values[0]
     if len(values) == 1:
         return first
+    if any(v.kind is Kind.RNG for v in values):
+        return _join_generators(values)
     certain = all(v.definite for v in values)
     kinds = {v.kind for v in values}
     kind = first.kind if len(kinds) == 1 else Kind.UNKNOWN
@@ -187,4 +207,34 @@ def join(values: list[Value]) -> Value:
         logp,
         output,
         origin=first.origin,
+    )
+
+
+def _join_generators(values: list[Value]) -> Value:
+    """Paths that give a random generator: RNG (the last path's constructor),
+    DEFINITE when every path builds one, MAY when some give something else."""
+    built = [v for v in values if v.kind is Kind.RNG and v.generator is not None]
+    if len(built) != len([v for v in values if v.kind is Kind.RNG]) or any(
+        v.kind is not Kind.RNG and v.known for v in values
+    ):
+        return UNKNOWN  # a generator on one path, a tensor on another
+    last = built[-1]
+    if len(built) == len(values):
+        certain = all(v.definite for v in values)
+        mays = [v.generator for v in built if not v.definite]
+        alternative = bool(mays) and all(g is not None and g.alternative for g in mays)
+        generator = replace(last.generator, alternative=alternative) if last.generator else None
+        return Value(
+            Kind.RNG,
+            Certainty.DEFINITE if certain else Certainty.MAY,
+            generator=generator,
+            origin=last.origin,
+        )
+    generator = replace(last.generator, alternative=False) if last.generator else None
+    return Value(
+        Kind.RNG,
+        Certainty.MAY,
+        generator=generator,
+        origin=last.origin,
+        assumed="a generator on some paths only",
     )
