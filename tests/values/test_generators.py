@@ -108,3 +108,91 @@ def test_a_generator_on_one_path_and_a_tensor_on_another_is_unknown() -> None:
         """
     )
     assert value.kind is Kind.UNKNOWN
+
+
+# -- constants (Values.constant) ------------------------------------------------
+
+
+def _constants(code: str) -> list[object]:
+    import ast
+    import textwrap
+
+    from tests.values.helpers import _context
+
+    ctx = _context(textwrap.dedent(code), "example.py", None)
+    calls = sorted(
+        (
+            n
+            for n in ast.walk(ctx.tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "probe"
+        ),
+        key=lambda c: c.lineno,
+    )
+    out: list[object] = []
+    for call in calls:
+        value = ctx.values.constant(call.args[0])
+        if value.kind is Kind.CONSTANT:
+            assert value.constant is not None
+            out.append(value.constant.value)
+        else:
+            out.append(None)
+    return out
+
+
+def test_a_name_bound_once_to_a_literal_is_a_constant() -> None:
+    assert _constants(
+        """
+        WORKERS = 4
+        def f():
+            n = 2
+            probe(n)
+            probe(WORKERS)
+            probe(3)
+        """
+    ) == [2, 4, 3]
+
+
+def test_a_reassigned_name_is_not_a_single_constant() -> None:
+    assert _constants(
+        """
+        import os
+        def f(args):
+            n = 2
+            if args.many:
+                n = 8
+            probe(n)
+            m = os.cpu_count()
+            probe(m)
+            probe(args.workers)
+        """
+    ) == [None, None, None]
+
+
+def test_assigned_is_the_last_assignment_before_the_use_else_the_first_after() -> None:
+    import ast
+    import textwrap
+
+    from tests.values.helpers import _context
+
+    code = textwrap.dedent(
+        """
+        def f(path):
+            data = open(path)
+            data = load(data)
+            probe(data)
+            for row in rows:
+                probe(row)
+            probe(late)
+            late = 3
+        """
+    )
+    ctx = _context(code, "example.py", None)
+    fn = ctx.tree.body[0]
+    names = [
+        n.args[0]
+        for n in ast.walk(ctx.tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "probe"
+    ]
+    names.sort(key=lambda n: n.lineno)
+    found = [ctx.values.assigned(n, fn) for n in names if isinstance(n, ast.Name)]
+    assert [ast.unparse(v) if v is not None else None for v in found] == ["load(data)", None, "3"]

@@ -133,22 +133,6 @@ def _assignments(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
     return table
 
 
-def assigned_value(name: str, at: ast.AST, scope: ast.AST) -> ast.expr | None:
-    """The value last assigned to ``name`` in ``scope`` before ``at`` (else
-    the first one after it), without entering nested functions."""
-    line = getattr(at, "lineno", 0)
-    before: tuple[int, ast.expr] | None = None
-    after: tuple[int, ast.expr] | None = None
-    for lineno, value in _assignments(scope).get(name, ()):
-        if lineno <= line:
-            if before is None or lineno >= before[0]:
-                before = (lineno, value)
-        elif after is None or lineno < after[0]:
-            after = (lineno, value)
-    chosen = before or after
-    return chosen[1] if chosen else None
-
-
 def find_dataloaders(
     index: NodeIndex, imports: ImportTable, classes: ClassTable
 ) -> list[DataLoaderCall]:

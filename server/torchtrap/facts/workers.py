@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from torchtrap.facts.classes import ClassInfo
-from torchtrap.facts.dataloaders import DataLoaderCall, assigned_value
+from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, walk
 from torchtrap.facts.modules import holds_no_state
@@ -268,58 +268,19 @@ def is_data_source(value: ast.expr) -> bool:
     return name in SOURCE_CALLS
 
 
-def _materialized(value: ast.expr) -> bool:
+def materialized(value: ast.expr) -> bool:
     """A container the dataset holds: a source, or ``list(x)``/``sorted(x)``
     of anything (materialised once, whole, in the parent)."""
     return is_data_source(value) or call_name(value) in ("list", "sorted", "tuple")
 
 
-def _target_used(loop: ast.For | ast.AsyncFor) -> bool:
+def target_used(loop: ast.For | ast.AsyncFor) -> bool:
     names = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
     return any(
         isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
         for stmt in loop.body
         for n in walk(stmt)
     )
-
-
-def stream_sources(
-    methods: list[FunctionNode], stores: dict[str, list[ast.expr]]
-) -> list[ast.expr]:
-    """What ``methods`` (a dataset's worker methods) iterate that is
-    evidently a whole finite stream: a source call, a ``with open(...) as f``
-    file, a local or ``self.x`` bound to one. ``stores`` maps ``self``
-    attributes to the values assigned to them."""
-    found: list[ast.expr] = []
-    for fn in methods:
-        me = (fn.args.posonlyargs + fn.args.args)[:1]
-        self_name = me[0].arg if me else None
-        opened = {
-            item.optional_vars.id
-            for node in walk(fn)
-            if isinstance(node, (ast.With, ast.AsyncWith))
-            for item in node.items
-            if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
-        }
-        for node in walk(fn):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and not _target_used(node):
-                continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
-            for expr in iterated_exprs(node):
-                if is_data_source(expr):
-                    found.append(expr)
-                elif isinstance(expr, ast.Name):
-                    value = assigned_value(expr.id, expr, fn)
-                    if expr.id in opened or (value is not None and is_data_source(value)):
-                        found.append(expr)
-                elif (
-                    isinstance(expr, ast.Attribute)
-                    and isinstance(expr.value, ast.Name)
-                    and expr.value.id == self_name
-                ):
-                    values = stores.get(expr.attr, [])
-                    if values and all(_materialized(v) for v in values):
-                        found.append(expr)
-    return found
 
 
 # -- Python containers on a dataset (TT107) ------------------------------------
@@ -330,34 +291,6 @@ LOADERS = frozenset(
 )
 # Methods that turn arrays, tables and files into Python containers.
 CONTAINER_METHODS = frozenset({"tolist", "to_dict", "readlines"})
-
-
-def python_container(value: ast.expr, fn: FunctionNode, facts: ModuleFacts) -> str | None:
-    """``json.load()`` / ``.tolist()`` ... when ``value`` is (a part of, or
-    a comprehension over) what such a call returned: the Python container
-    a dataset would keep. One local name is followed (``data = json.load(f);
-    self.items = data["images"]``)."""
-    for _ in range(3):
-        while isinstance(value, ast.Subscript):
-            value = value.value
-        if isinstance(value, (ast.ListComp, ast.DictComp)) and value.generators:
-            value = value.generators[0].iter
-            continue
-        if isinstance(value, ast.Call):
-            qual = facts.imports.qualname(value.func)
-            if qual in LOADERS:
-                return f"{qual}()"
-            if isinstance(value.func, ast.Attribute) and value.func.attr in CONTAINER_METHODS:
-                return f".{value.func.attr}()"
-            return None
-        if isinstance(value, ast.Name):
-            found = assigned_value(value.id, value, fn)
-            if found is None:
-                return None
-            value = found
-            continue
-        return None
-    return None
 
 
 def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:

@@ -9,13 +9,15 @@ from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.datasets import DatasetView, located_phrase, self_stores, worker_count
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import with_location
-from torchtrap.facts.workers import SHARDING_WORDS, stream_sources
+from torchtrap.facts.workers import SHARDING_WORDS
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range, Severity
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.fixes.structural import can_replace_statements, replace_statements
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Values
 from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.workers import stream_sources
 
 MEASURED = (
     "measured: 10 items, 2 workers, batch_size=4 gave 6 batches, every item twice, no warning"
@@ -127,14 +129,14 @@ class IterableDatasetNotSharded(Rule):
             if not datasets.uses(view):
                 # No DataLoader here gets it: only for a class that streams
                 # a whole source, ask the project's other files.
-                if not _streams(view):
+                if not _streams(self.ctx.values, view):
                     continue
                 # A subclass elsewhere with its own `__iter__` does not run this one.
                 remote = remote_uses(self.ctx, view.name, ("__iter__",))
             judgement = judge(datasets, view, _status, remote)
             if judgement is None or judgement.exposure not in (Exposure.WORKERS, Exposure.MAYBE):
                 continue
-            if remote is None and not _streams(view):
+            if remote is None and not _streams(self.ctx.values, view):
                 continue
             yield self._finding(view, judgement.loaders, judgement.exposure)
 
@@ -211,14 +213,14 @@ class IterableDatasetNotSharded(Rule):
         ]
 
 
-def _streams(view: DatasetView) -> bool:
+def _streams(values: Values, view: DatasetView) -> bool:
     """``__iter__`` (and what it calls) iterates a whole finite source."""
     stores: dict[str, list[ast.expr]] = {}
     for fn in view.all_methods():
         for attr, _stmt, _target, value in self_stores(fn):
             if value is not None:
                 stores.setdefault(attr, []).append(value)
-    return bool(stream_sources(view.worker_methods(), stores))
+    return bool(stream_sources(values, view.worker_methods(), stores))
 
 
 def _status(loader: DataLoaderCall) -> LoaderStatus:

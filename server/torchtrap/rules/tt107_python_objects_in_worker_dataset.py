@@ -8,13 +8,14 @@ from collections.abc import Iterable
 from torchtrap.facts.datasets import located_phrase, self_stores
 from torchtrap.facts.index import walk
 from torchtrap.facts.remote import with_location
-from torchtrap.facts.workers import indexed_by_item, python_container
+from torchtrap.facts.workers import indexed_by_item
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes.edits import replace
 from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.datasets import Exposure, judge
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.workers import python_container
 
 MEASURED = (
     "measured: 500,000 dicts from json.load (134 MB of objects), 2 workers, one shuffled "
@@ -114,8 +115,8 @@ class PythonObjectsInWorkerDataset(Rule):
     requires_text = ("load", "tolist", "to_dict", "readlines")
 
     def check(self) -> Iterable[Finding]:
-        facts = self.ctx.facts
-        datasets = self.ctx.values.datasets
+        values = self.ctx.values
+        datasets = values.datasets
         for view in datasets.views():
             getitem = view.methods.get("__getitem__")
             if getitem is None:
@@ -131,7 +132,7 @@ class PythonObjectsInWorkerDataset(Rule):
             for attr, fn, value in stores:
                 if attr in unpacked:
                     continue  # also bound by `self.a, self.b = ...`: unknown
-                how = python_container(value, fn, facts)
+                how = python_container(values, value, fn)
                 if how is not None and indexed_by_item(attr, getitem) is not None:
                     candidates.append((attr, value, how))
             if not candidates:
@@ -147,7 +148,7 @@ class PythonObjectsInWorkerDataset(Rule):
             seen: set[str] = set()
             for attr, value, how in candidates:
                 if attr in seen or any(
-                    a == attr and python_container(v, f, facts) is None for a, f, v in stores
+                    a == attr and python_container(values, v, f) is None for a, f, v in stores
                 ):
                     continue  # also assigned something else (an array): unknown
                 seen.add(attr)

@@ -32,6 +32,10 @@ value as seen at another node) and gets a :class:`Value`:
     ``ctor`` (the constructor call; the table is
     :mod:`torchtrap.facts.generators`). ``alternative``: MAY only because
     one operand of ``a if c else b`` / ``a or b`` builds it.
+``ctx.values.constant(expr)``
+    ``Kind.CONSTANT`` with ``value.constant`` (the ``ast.Constant``) when
+    ``expr`` is a literal or a name bound once, to a literal, in the
+    nearest scope that binds it; else UNKNOWN (``of`` never gives CONSTANT).
 ``value.elements`` / ``value.field(name)``
     A tuple element-wise; a distribution's ``"probs"``.
 

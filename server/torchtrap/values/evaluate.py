@@ -146,6 +146,46 @@ class Values:
         """How certainly a device expression is CUDA (:mod:`torchtrap.values.devices`)."""
         return device_cuda(self, expr, at if at is not None else expr)
 
+    def constant(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
+        """``expr`` as a single literal: ``Kind.CONSTANT`` with ``constant``
+        (the literal itself, or a name's only binding in the nearest scope
+        that binds it, else the module's: ``n = 2`` ... ``num_workers=n``);
+        a name bound more than once (``if args.x: n = 4``), or to anything
+        but a literal, is UNKNOWN."""
+        if isinstance(expr, ast.Constant):
+            return Value(Kind.CONSTANT, constant=expr)
+        if not isinstance(expr, ast.Name):
+            return UNKNOWN
+        scope = enclosing_scope(at if at is not None else expr)
+        for candidate in (scope, self.tree) if scope is not self.tree else (self.tree,):
+            bindings = self.tensors.table(candidate).bindings.get(expr.id)
+            if bindings:
+                value = bindings[0].value
+                if len(bindings) == 1 and isinstance(value, ast.Constant):
+                    return Value(Kind.CONSTANT, constant=value)
+                return UNKNOWN
+        return UNKNOWN
+
+    def assigned(self, name: ast.Name, scope: ast.AST) -> ast.expr | None:
+        """The value last assigned to ``name`` (``x = ...``, ``x: T = ...``,
+        ``(x := ...)``) in ``scope`` before the use, else the first one after
+        it; nested functions are not looked into."""
+        line = getattr(name, "lineno", 0)
+        before: tuple[int, ast.expr] | None = None
+        after: tuple[int, ast.expr] | None = None
+        for binding in self.tensors.table(scope).bindings.get(name.id, ()):
+            value = binding.value
+            if value is None or binding.path or binding.loop_iter is not None:
+                continue  # a parameter, a loop or `with` target, an unpacked element
+            lineno = binding.pos[0]
+            if lineno <= line:
+                if before is None or lineno >= before[0]:
+                    before = (lineno, value)
+            elif after is None or lineno < after[0]:
+                after = (lineno, value)
+        chosen = before or after
+        return chosen[1] if chosen else None
+
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
         which must be a node of this module's tree)."""

@@ -29,6 +29,7 @@ class Kind(enum.Enum):
     OPTIMIZER = "optimizer"
     GRAD_SCALER = "grad-scaler"
     SAMPLER = "sampler"
+    CONSTANT = "constant"  # a literal (``constant``), from Values.constant only
     UNKNOWN = "unknown"
 
 
@@ -113,6 +114,8 @@ class Value:
     elements: tuple[Value, ...] | None = None
     # A random generator (Kind.RNG): which one, built where.
     generator: Generator | None = None
+    # A literal (Kind.CONSTANT): the node that gives it.
+    constant: ast.Constant | None = None
     # Named parts (a distribution's "probs").
     fields: tuple[tuple[str, Value], ...] = ()
     origin: tuple[Step, ...] = ()

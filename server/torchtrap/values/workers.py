@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.index import walk
-from torchtrap.facts.workers import iterated_exprs, local_function, walk_same_scope
+from torchtrap.facts.workers import (
+    CONTAINER_METHODS,
+    LOADERS,
+    call_name,
+    is_data_source,
+    iterated_exprs,
+    local_function,
+    materialized,
+    target_used,
+    walk_same_scope,
+)
 
 if TYPE_CHECKING:
     from torchtrap.values.evaluate import Values
@@ -99,3 +109,73 @@ def _passed_loader(call: ast.Call, fn: FunctionNode, values: Values) -> DataLoad
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+# -- what a dataset's worker methods iterate (TT105), keep (TT107) ---------------
+
+
+def stream_sources(
+    values: Values, methods: list[FunctionNode], stores: dict[str, list[ast.expr]]
+) -> list[ast.expr]:
+    """What ``methods`` (a dataset's worker methods) iterate that is
+    evidently a whole finite stream: a source call, a ``with open(...) as f``
+    file, a local or ``self.x`` bound to one. ``stores`` maps ``self``
+    attributes to the values assigned to them."""
+    found: list[ast.expr] = []
+    for fn in methods:
+        me = (fn.args.posonlyargs + fn.args.args)[:1]
+        self_name = me[0].arg if me else None
+        opened = {
+            item.optional_vars.id
+            for node in walk(fn)
+            if isinstance(node, (ast.With, ast.AsyncWith))
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name) and call_name(item.context_expr) == "open"
+        }
+        for node in walk(fn):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and not target_used(node):
+                continue  # `for _ in range(5): yield queue.get()`: a counter, not the data
+            for expr in iterated_exprs(node):
+                if is_data_source(expr):
+                    found.append(expr)
+                elif isinstance(expr, ast.Name):
+                    value = values.assigned(expr, fn)
+                    if expr.id in opened or (value is not None and is_data_source(value)):
+                        found.append(expr)
+                elif (
+                    isinstance(expr, ast.Attribute)
+                    and isinstance(expr.value, ast.Name)
+                    and expr.value.id == self_name
+                ):
+                    stored = stores.get(expr.attr, [])
+                    if stored and all(materialized(v) for v in stored):
+                        found.append(expr)
+    return found
+
+
+def python_container(values: Values, value: ast.expr, fn: FunctionNode) -> str | None:
+    """``json.load()`` / ``.tolist()`` ... when ``value`` is (a part of, or
+    a comprehension over) what such a call returned: the Python container
+    a dataset would keep. One local name is followed (``data = json.load(f);
+    self.items = data["images"]``)."""
+    for _ in range(3):
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if isinstance(value, (ast.ListComp, ast.DictComp)) and value.generators:
+            value = value.generators[0].iter
+            continue
+        if isinstance(value, ast.Call):
+            qual = values.imports.qualname(value.func)
+            if qual in LOADERS:
+                return f"{qual}()"
+            if isinstance(value.func, ast.Attribute) and value.func.attr in CONTAINER_METHODS:
+                return f".{value.func.attr}()"
+            return None
+        if isinstance(value, ast.Name):
+            found = values.assigned(value, fn)
+            if found is None:
+                return None
+            value = found
+            continue
+        return None
+    return None
