@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torchtrap.config import Config
@@ -120,6 +120,8 @@ class Analysis:
     summary: ModuleSummary | None = None
     needs_project: bool = False
     parsed: Parsed | None = None
+    # With ``defer_summary``: makes ``summary`` from the same parse, later.
+    summarize: Callable[[], ModuleSummary | None] | None = None
 
 
 def analyse(
@@ -132,17 +134,30 @@ def analyse(
     module: tuple[str, bool] | None = None,
     cells: Sequence[CellSpan] = (),
     parsed: Parsed | None = None,
+    defer_summary: bool = False,
 ) -> Analysis:
     """Lint and, when ``module`` (its dotted name, is a package) is given,
     summarise the module from the same parse. ``project=PENDING`` is
     ``check``'s first pass: a rule that asks for the project stops the lint
     of this file (``needs_project``), the summary is still made.
     ``parsed``: the parse of ``source`` kept from an earlier analysis
-    (``Analysis.parsed``), used instead of parsing it again."""
+    (``Analysis.parsed``), used instead of parsing it again.
+    ``defer_summary``: do not summarise now; ``Analysis.summarize`` does it
+    (same parse, same summary) when called: an editor publishes the
+    findings first."""
     config = config or Config()
     if parsed is not None:
         return _analyse_tree(
-            parsed.text, parsed.tree, parsed.index, path, config, rules, project, module, cells
+            parsed.text,
+            parsed.tree,
+            parsed.index,
+            path,
+            config,
+            rules,
+            project,
+            module,
+            cells,
+            defer_summary,
         )
     if isinstance(source, bytes):
         try:
@@ -166,7 +181,9 @@ def analyse(
         return Analysis([unreadable_finding(path, f"SyntaxError: {err.msg}", line, col)])
     except (ValueError, RecursionError, MemoryError) as err:
         return Analysis([unreadable_finding(path, f"cannot parse: {err}", 1, 0)])
-    return _analyse_tree(source, tree, None, path, config, rules, project, module, cells)
+    return _analyse_tree(
+        source, tree, None, path, config, rules, project, module, cells, defer_summary
+    )
 
 
 def _analyse_tree(
@@ -179,6 +196,7 @@ def _analyse_tree(
     project: Project | _Pending | None,
     module: tuple[str, bool] | None,
     cells: Sequence[CellSpan],
+    defer_summary: bool = False,
 ) -> Analysis:
     text = SourceText(source)
     selected = rules if rules is not None else enabled_rules(config, path)
@@ -204,16 +222,22 @@ def _analyse_tree(
             suppressions = parse_suppressions(text)
             findings = [f for f in findings if not suppressions.suppresses(f)]
         findings.sort(key=lambda f: (f.range.start, f.code))
-    summary = None
-    if module is not None:
-        try:
-            summary = summarize(tree, text, path, module[0], module[1], facts)
-        except RecursionError:  # absurdly deep code: no summary, still linted
-            summary = None
     kept = None
     if needs_project and facts is not None:
         kept = Parsed(source, tree, facts.index)
-    return Analysis(findings, summary, needs_project, kept)
+    if module is None:
+        return Analysis(findings, None, needs_project, kept)
+    name, package = module
+
+    def summary() -> ModuleSummary | None:
+        try:
+            return summarize(tree, text, path, name, package, facts)
+        except RecursionError:  # absurdly deep code: no summary, still linted
+            return None
+
+    if defer_summary:
+        return Analysis(findings, None, needs_project, kept, summary)
+    return Analysis(findings, summary(), needs_project, kept)
 
 
 def unreadable_finding(path: str, message: str, line: int = 1, column: int = 0) -> Finding:

@@ -102,6 +102,26 @@ def test_pending_project_asks_for_a_second_pass() -> None:
     assert {f.code for f in alone} == {"TT101"}  # no DataLoader visible: warnings only
 
 
+def test_a_deferred_summary_is_the_summary_made_with_the_lint() -> None:
+    """The language server publishes an edit's findings first and summarises
+    the module after (``defer_summary``): same findings, same summary."""
+    root = PROJECTS / "flat"
+    project = index(root)
+    for name in ("datasets.py", "train.py"):
+        path = root / name
+        module = (path.stem, False)
+        now = analyse(path.read_text(), str(path), project=project, module=module)
+        later = analyse(
+            path.read_text(), str(path), project=project, module=module, defer_summary=True
+        )
+        assert later.summary is None and later.summarize is not None
+        assert repr(later.findings) == repr(now.findings)  # a fix's edits are made lazily
+        assert now.summary is not None and later.summarize() == now.summary
+    assert (
+        analyse("def broken(:\n", "x.py", module=("x", False), defer_summary=True).summarize is None
+    )
+
+
 @pytest.mark.parametrize("bad", ["def broken(:\n", "\x00", b"\xff\xfe\x00bad"])
 def test_unparsable_source_has_no_summary(bad: str | bytes) -> None:
     assert summarize_source(bad, "x.py", ("x", False)) is None

@@ -140,10 +140,25 @@ def chain_root(node: ast.AST) -> ast.AST:
     return node
 
 
-def self_stores(fn: FunctionNode) -> Iterator[tuple[str, ast.stmt, ast.expr, ast.expr | None]]:
+_SELF_STORES = "_tt_self_stores"
+
+SelfStore = tuple[str, ast.stmt, ast.expr, "ast.expr | None"]
+
+
+def self_stores(fn: FunctionNode) -> Iterator[SelfStore]:
     """``(attr, statement, target, value)`` for each ``self.attr = value``
     (also annotated) in ``fn``, nested blocks included; ``value`` is None for
-    ``setattr(self, "attr", value)`` forms that have no separate target."""
+    ``setattr(self, "attr", value)`` forms that have no separate target.
+    Listed once and kept on ``fn`` (as ``walk_scope`` keeps a scope's nodes):
+    five rules and the worker facts ask about the same methods."""
+    stores: list[SelfStore] | None = fn.__dict__.get(_SELF_STORES)
+    if stores is None:
+        stores = list(_self_stores(fn))
+        setattr(fn, _SELF_STORES, stores)
+    return iter(stores)
+
+
+def _self_stores(fn: FunctionNode) -> Iterator[SelfStore]:
     me = self_name(fn)
     if me is None:
         return

@@ -291,6 +291,11 @@ class ProjectIndex:
         something else."""
         if snap.path and result.reads is not None:
             self._reads[os.path.abspath(snap.path)] = result.reads
+        return self.summarized(snap, result)
+
+    def summarized(self, snap: Snapshot, result: LintResult) -> bool:
+        """Record the summary of an open document's lint (made after its
+        diagnostics were published, or with them): as ``linted``."""
         if result.summary is None or not snap.path:
             return False  # a syntax error keeps the last good summary
         seen = result.project.summary(snap.path) if result.project is not None else None

@@ -53,6 +53,10 @@ HOT_RESULTS = 16
 # after this many lints without such a pause (typing non-stop for minutes).
 IDLE_GC_DELAY = 2.0
 GC_MAX_LINTS = 50
+# An edited document's summary (for the project index) is made this long
+# (seconds) after its diagnostics are published, once for a burst of edits:
+# summarising is about a quarter of a lint, and only other files need it.
+SUMMARY_DELAY = 0.1
 
 # The workDoneToken of the executeCommand request being handled (pygls only
 # passes a command its arguments).
@@ -175,6 +179,13 @@ class UnitState:
     published_version: int | None = None
     forced: bool = False  # lint even if this version was published (other files changed)
     edited_at: float = -1e9  # time.monotonic() of the last edit (a debounced request)
+    # The latest published lint whose summary is still to be made (see SUMMARY_DELAY).
+    unsummarized: LintResult | None = None
+    summary_timer: asyncio.TimerHandle | None = None
+    # Linting again because its deferred summary changed: publish only if
+    # the diagnostics differ from the ones published for this version.
+    recheck: bool = False
+    published: tuple[int, dict[str, list[types.Diagnostic]]] | None = None
 
 
 class TorchTrapServer(LanguageServer):
@@ -372,13 +383,18 @@ class TorchTrapServer(LanguageServer):
                 if state.published_version == snap.version and not state.forced:
                     return  # already linted and published (e.g. by a code action)
                 state.forced = False
-                computed = await self.compute(snap)
+                recheck, state.recheck = state.recheck, False
+                computed = await self.compute(snap, defer_summary=True)
                 if self.units.get(key) is not state:
                     return  # closed meanwhile: its state is gone, publish nothing
                 if computed is not None and self.current_version(key) == snap.version:
                     self.keep(key, state, computed[0])
-                    self.publish(computed[0], computed[1])
+                    if not (recheck and state.published == (snap.version, computed[1])):
+                        self.publish(computed[0], computed[1])
                     state.published_version = snap.version
+                    state.published = (snap.version, computed[1])
+                if computed is not None and computed[0].summarize is not None:
+                    self._summarize_later(key, state, computed[0])
                 self._schedule_gc()
                 if not state.dirty:
                     return
@@ -386,18 +402,24 @@ class TorchTrapServer(LanguageServer):
             state.running = False
 
     async def compute(
-        self, snap: Snapshot
+        self, snap: Snapshot, *, defer_summary: bool = False
     ) -> tuple[LintResult, dict[str, list[types.Diagnostic]]] | None:
-        """Lint in the worker pool; None (logged) if the engine itself fails."""
+        """Lint in the worker pool; None (logged) if the engine itself fails.
+        ``defer_summary``: the result's summary is left to ``_summarize_later``."""
         loop = asyncio.get_running_loop()
         settings, encoding, confirmed = self.settings, self.encoding, self.confirmed()
         if (too_big := self.too_big(snap)) is not None:
             return too_big
         project, module = self.index.context(snap)
+        # A file new to the project is summarised with its lint: other files'
+        # next lints must see it (it may be what they import or load).
+        defer_summary = defer_summary and (
+            project is not None and snap.path is not None and project.summary(snap.path) is not None
+        )
 
         def work() -> tuple[LintResult, dict[str, list[types.Diagnostic]]]:
             config = settings.apply(self.configs.get(snap.path, self.root_path))
-            result = compute(snap, config, project, module)
+            result = compute(snap, config, project, module, defer_summary=defer_summary)
             return result, build_diagnostics(result, settings, encoding, confirmed)
 
         try:
@@ -412,6 +434,50 @@ class TorchTrapServer(LanguageServer):
         if self.current_version(snap.key) == snap.version and self.index.linted(snap, result[0]):
             return await self.compute(snap)  # its lint saw its old definitions
         return result
+
+    def _summarize_later(self, key: str, state: UnitState, result: LintResult) -> None:
+        """Make ``result``'s summary after ``SUMMARY_DELAY``, replacing an
+        older lint's still to be made (a lint that did not parse has none:
+        the last good one is kept, as its summary would be)."""
+        if self.loop is None:
+            self.loop = asyncio.get_event_loop()
+        state.unsummarized = result
+        if state.summary_timer is not None:
+            state.summary_timer.cancel()
+        state.summary_timer = self.loop.call_later(SUMMARY_DELAY, self._start_summary, key, state)
+
+    def _start_summary(self, key: str, state: UnitState) -> None:
+        state.summary_timer = None
+        result = state.unsummarized
+        if result is None or self.units.get(key) is not state:
+            return
+        if state.running or state.timer is not None:
+            # Another lint of it is on its way: it may bring a newer summary.
+            self._summarize_later(key, state, result)
+            return
+        state.unsummarized = None
+        task = asyncio.ensure_future(self._summarize(key, state, result))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _summarize(self, key: str, state: UnitState, result: LintResult) -> None:
+        """Record ``result``'s summary in the project index (as ``compute``
+        does for a lint that was not deferred) and, when its lint saw the
+        project with other definitions of it, lint it again."""
+        make, result.summarize = result.summarize, None  # frees the parse once made
+        if make is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            result.summary = await loop.run_in_executor(self.lint_pool, make)
+        except Exception:
+            log.exception("summarising %s failed", key)
+            return
+        if self.units.get(key) is not state:
+            return  # closed meanwhile (the index summarises it from disk)
+        if self.index.summarized(result.snapshot, result):
+            state.recheck = True
+            self.request_lint(key, 0, force=True)
 
     def too_big(
         self, snap: Snapshot
@@ -567,6 +633,8 @@ class TorchTrapServer(LanguageServer):
         self.hot.pop(key, None)
         if state is not None and state.timer is not None:
             state.timer.cancel()
+        if state is not None and state.summary_timer is not None:
+            state.summary_timer.cancel()
         for uri in uris:
             self.carry.forget(uri)
             self.good_cell_texts.pop(uri, None)

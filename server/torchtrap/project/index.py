@@ -169,6 +169,9 @@ class Project:
         # with_file(): the project this one extends, and the file it adds
         self._base: Project | None = None
         self._added: ModuleSummary | None = None
+        # provided(): id(summary) -> (summary, its references), made once per
+        # project (an editor asks for each open document about the same one)
+        self._provided: dict[int, tuple[ModuleSummary, frozenset[str]]] = {}
         for summary in sorted(summaries, key=lambda s: s.path):
             self._by_path[os.path.abspath(summary.path)] = summary
             self.modules.setdefault(module_key(summary), summary)
@@ -679,10 +682,19 @@ class Project:
             _read(self._by_path.get(os.path.abspath(path)))
         return found
 
-    def provided(self, summary: ModuleSummary) -> set[str]:
+    def provided(self, summary: ModuleSummary) -> frozenset[str]:
         """The references ``summary`` answers table queries for: what it
         defines, the callees of its call sites, the classes its DataLoaders
-        load and its classes' bases (resolved in this project)."""
+        load and its classes' bases (resolved in this project). Made once
+        per summary (a project does not change)."""
+        hit = self._provided.get(id(summary))
+        if hit is not None and hit[0] is summary:
+            return hit[1]
+        found = frozenset(self._provides(summary))
+        self._provided[id(summary)] = (summary, found)
+        return found
+
+    def _provides(self, summary: ModuleSummary) -> set[str]:
         token = _READS.set(None)
         try:
             key = module_key(summary)
