@@ -15,7 +15,7 @@ import contextlib
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,6 +215,26 @@ class Harness:
             if time.monotonic() > deadline:
                 seen = [(p.uri, p.version) for p in self.publishes]
                 raise AssertionError(f"no diagnostics for {uri} v{version}; got {seen}")
+            await asyncio.sleep(0.01)
+
+    async def eventually(
+        self,
+        uri: str,
+        check: Callable[[list[types.Diagnostic]], bool],
+        after: int = 0,
+        timeout: float = 10.0,
+    ) -> list[types.Diagnostic]:
+        """The first diagnostics published for ``uri`` (from publish number
+        ``after`` on) that pass ``check``: for steps where a lint begun before
+        the step (an index restart's, say) may still publish first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for publish in self.publishes[after:]:
+                if publish.uri == uri and check(publish.diagnostics):
+                    return publish.diagnostics
+            if time.monotonic() > deadline:
+                seen = [(p.uri, p.version, len(p.diagnostics)) for p in self.publishes[after:]]
+                raise AssertionError(f"no passing diagnostics for {uri}; got {seen}")
             await asyncio.sleep(0.01)
 
     def last(self, uri: str) -> Publish | None:

@@ -19,10 +19,11 @@ def _context(code: str, path: str, project: Project | None) -> Context:
     return Context(SourceText(code), path, tree, ModuleFacts(tree), Config(), project)
 
 
-def probes(code: str, path: str = "example.py", project: Project | None = None) -> list[Value]:
-    """The value of the argument of every ``probe(...)`` call, in order."""
-    code = textwrap.dedent(code)
-    ctx = _context(code, path, project)
+def probe_calls(
+    code: str, path: str = "example.py", project: Project | None = None
+) -> tuple[Context, list[ast.Call]]:
+    """The context of ``code`` (dedented) and its ``probe(...)`` calls, in order."""
+    ctx = _context(textwrap.dedent(code), path, project)
     calls = [
         node
         for node in ast.walk(ctx.tree)
@@ -31,6 +32,12 @@ def probes(code: str, path: str = "example.py", project: Project | None = None) 
         and node.func.id == "probe"
     ]
     calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    return ctx, calls
+
+
+def probes(code: str, path: str = "example.py", project: Project | None = None) -> list[Value]:
+    """The value of the argument of every ``probe(...)`` call, in order."""
+    ctx, calls = probe_calls(code, path, project)
     return [ctx.values.of(c.args[0]) for c in calls]
 
 

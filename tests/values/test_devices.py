@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from pathlib import Path
 
-from tests.values.helpers import _context
+from tests.values.helpers import probe_calls
 from torchtrap.facts.devices import Cuda
 from torchtrap.project import Project, summarize_source
 
 
 def _devices(code: str, path: str = "example.py", project: Project | None = None) -> list[Cuda]:
-    ctx = _context(textwrap.dedent(code), path, project)
-    calls = sorted(
-        (
-            n
-            for n in ast.walk(ctx.tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "probe"
-        ),
-        key=lambda c: c.lineno,
-    )
+    ctx, calls = probe_calls(code, path, project)
     return [ctx.values.device(c.args[0]) for c in calls]
 
 

@@ -114,20 +114,10 @@ def test_a_generator_on_one_path_and_a_tensor_on_another_is_unknown() -> None:
 
 
 def _constants(code: str) -> list[object]:
-    import ast
-    import textwrap
 
-    from tests.values.helpers import _context
+    from tests.values.helpers import probe_calls
 
-    ctx = _context(textwrap.dedent(code), "example.py", None)
-    calls = sorted(
-        (
-            n
-            for n in ast.walk(ctx.tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "probe"
-        ),
-        key=lambda c: c.lineno,
-    )
+    ctx, calls = probe_calls(code)
     out: list[object] = []
     for call in calls:
         value = ctx.values.constant(call.args[0])

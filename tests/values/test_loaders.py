@@ -3,23 +3,12 @@ ctx.values.iterator), with near misses: a value only sometimes a DataLoader."""
 
 from __future__ import annotations
 
-import ast
-import textwrap
-
-from tests.values.helpers import _context
+from tests.values.helpers import probe_calls
 
 
 def _answers(code: str) -> list[bool]:
     """For each ``probe(x)``: is ``x`` a DataLoader (or an iterator over one)?"""
-    ctx = _context(textwrap.dedent(code), "example.py", None)
-    calls = sorted(
-        (
-            n
-            for n in ast.walk(ctx.tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "probe"
-        ),
-        key=lambda c: c.lineno,
-    )
+    ctx, calls = probe_calls(code)
     out = []
     for call in calls:
         arg = call.args[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from torchtrap.config import Config
@@ -118,25 +119,16 @@ def compute(
     if snapshot.path and config.is_excluded(snapshot.path):
         return LintResult(snapshot, config, [], lines=lines, texts=texts, excluded=True)
     if not snapshot.notebook:
-        reads: Reads | None = None
-        if project is None:
+        # Without a project nothing is read from other files: no reads to record.
+        with recording() if project is not None else nullcontext() as reads:
             analysis = analyse(
                 snapshot.docs[0].text,
                 snapshot.lint_path,
                 config,
+                project=project,
                 module=module,
                 defer_summary=defer_summary,
             )
-        else:
-            with recording() as reads:
-                analysis = analyse(
-                    snapshot.docs[0].text,
-                    snapshot.lint_path,
-                    config,
-                    project=project,
-                    module=module,
-                    defer_summary=defer_summary,
-                )
         findings = analysis.findings
         failed = any(f.is_syntax_error for f in findings)
         broken = frozenset({snapshot.key}) if failed else frozenset()
