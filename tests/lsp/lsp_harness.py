@@ -233,7 +233,10 @@ class Harness:
                 if publish.uri == uri and check(publish.diagnostics):
                     return publish.diagnostics
             if time.monotonic() > deadline:
-                seen = [(p.uri, p.version, len(p.diagnostics)) for p in self.publishes[after:]]
+                seen = [
+                    (p.uri.rsplit("/", 1)[-1], p.version, [d.code for d in p.diagnostics])
+                    for p in self.publishes[after:]
+                ]
                 raise AssertionError(f"no passing diagnostics for {uri}; got {seen}")
             await asyncio.sleep(0.01)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,17 +33,7 @@ async def _publish(
     after: int = 0,
     timeout: float = 20,
 ) -> list[types.Diagnostic]:
-    deadline = time.monotonic() + timeout
-    while True:
-        for p in h.publishes[after:]:
-            if p.uri == uri and test(p.diagnostics):
-                return p.diagnostics
-        if time.monotonic() > deadline:
-            seen = [
-                (p.uri.rsplit("/", 1)[-1], [d.code for d in p.diagnostics]) for p in h.publishes
-            ]
-            raise AssertionError(f"no matching publish for {uri}; got {seen}")
-        await asyncio.sleep(0.02)
+    return await h.eventually(uri, test, after=after, timeout=timeout)
 
 
 def _noisy_tt101(diags: list[types.Diagnostic]) -> bool:
