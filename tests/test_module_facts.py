@@ -7,10 +7,13 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from torchtrap.config import Config
 from torchtrap.facts import ModuleFacts
-from torchtrap.facts.autograd import AutogradFacts, grad_off_context
+from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.modules import argument_for, is_eval_call
-from torchtrap.facts.tensors import TensorFacts
+from torchtrap.rules.base import Context
+from torchtrap.source import SourceText
+from torchtrap.values.autograd import AutogradFacts
 from torchtrap.values.models import ModelFacts
 
 SOURCE = textwrap.dedent(
@@ -53,10 +56,14 @@ SOURCE = textwrap.dedent(
 )
 
 
+_KEEP: list[Context] = []  # the values hold their context weakly
+
+
 def _facts() -> tuple[ast.Module, ModelFacts, AutogradFacts]:
     tree = ast.parse(SOURCE)
-    tensors = TensorFacts(ModuleFacts(tree))
-    return tree, ModelFacts(tensors), AutogradFacts(tensors)
+    ctx = Context(SourceText(SOURCE), "example.py", tree, ModuleFacts(tree), Config(), None)
+    _KEEP.append(ctx)
+    return tree, ctx.values.models, ctx.values.autograd
 
 
 def _function(tree: ast.Module, name: str) -> ast.FunctionDef:

@@ -1,17 +1,12 @@
-"""Where a local value comes from, for the tensor-semantics rules.
+"""Bindings of one module, and the torch name tables, for the value layer.
 
-Two questions, answered from the one module's ``ast`` only:
-
-* Which assignments to a name can reach a use of it in the same function
-  (``reaching``), and was the name changed in place in between (``p.clamp_()``,
-  ``p[...] = ...``, ``p += ...``, ``out=p``)?
-* Is an expression evidently a tensor or an ``nn.Module`` (``kind_of``)?
-  Evidence only, never a guess from a variable's name: ``torch.*`` tensor
-  functions, tensor methods on tensors, parameters annotated ``torch.Tensor``,
-  calling a module, ``nn.Parameter``, ``self.x = torch.zeros(...)``,
-  ``register_buffer``, loops over ``.parameters()`` or over a DataLoader.
-  Anything else is ``UNKNOWN``, and rules stay silent on shared method
-  names (``to``, ``float``, ``add``...) for unknown receivers.
+Answered from the one module's ``ast`` only: which assignments to a name
+can reach a use of it in the same function (``reaching``), and was the name
+changed in place in between (``p.clamp_()``, ``p[...] = ...``, ``p += ...``,
+``out=p``); what was assigned to a name or ``self.attr`` (``values_of``,
+``self_attribute_values``). Which torch functions, methods and classes give
+tensors are tables here. Whether an expression *is* a tensor or a module
+is the value layer's question (:mod:`torchtrap.values`), never asked here.
 
 Computed lazily per scope, only for the names a rule asks about.
 """
@@ -21,7 +16,6 @@ from __future__ import annotations
 import ast
 import enum
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,12 +39,13 @@ def words(text: str) -> frozenset[str]:
 
 
 class Kind(enum.Enum):
+    """What a registration stores on ``self`` (``self_attribute_values``):
+    ``register_buffer`` a tensor, ``add_module`` a module; UNKNOWN for an
+    unpacked target. What an expression holds is the value layer's question."""
+
     TENSOR = "tensor"
     MODULE = "module"
     UNKNOWN = "unknown"
-    # A whole batch of a DataLoader with the default collate: a tensor, or a
-    # list/dict of them (so `batch["x"]` and `batch[0]` are tensors).
-    BATCH = "batch"
 
 
 # torch's elementwise math, each both `torch.<name>(x)` and `x.<name>()`, each
@@ -88,7 +83,6 @@ TORCH_TENSOR_FUNCTIONS = (
 )
 # Namespaces whose lowercase functions return tensors.
 TORCH_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.fft.", "torch.special.")
-_NOT_MODULE_NAMESPACES = ("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")
 # nn.* names that are tensors, not modules.
 TORCH_TENSOR_CLASSES = frozenset(
     {
@@ -129,7 +123,7 @@ MODULE_SELF_METHODS = frozenset(
     | {"requires_grad_", "share_memory", "to_empty", "apply", "xpu"}
 )
 # Methods whose loop variable yields parameters / buffers (path in the target).
-_PARAMETER_ITERATORS = {
+PARAMETER_ITERATORS = {
     "parameters": (),
     "buffers": (),
     "named_parameters": (1,),
@@ -148,7 +142,6 @@ _CONDITIONAL = tuple(
     )
     if t is not None
 )
-_MAX_DEPTH = 6
 _NAMED_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
 
 
@@ -335,13 +328,6 @@ class TensorFacts:
         self.tree = facts.tree
         self._tables: dict[int, ScopeTable] = {}
         self._self_attrs: dict[int, dict[str, list[ast.expr | Kind]]] = {}
-        self._dataloader_calls: set[int] | None = None
-        self._kinds: dict[tuple[int, int], Kind] = {}
-        # Set by a rule that has the project: whether a parameter is given a
-        # DataLoader (default collate) at its call sites in the project. It
-        # gets this object as an argument: holding it would make a cycle
-        # that keeps the syntax tree alive until a full collection.
-        self.loader_parameter: Callable[[TensorFacts, ast.Name, ast.AST], bool] | None = None
 
     # -- bindings -------------------------------------------------------------
     def table(self, scope: ast.AST) -> ScopeTable:
@@ -442,182 +428,6 @@ class TensorFacts:
             self._self_attrs[key] = dict(found)
         return self._self_attrs[key]
 
-    # -- kinds ------------------------------------------------------------------
-    def kind_of(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> Kind:
-        """TENSOR or MODULE when there is evidence, else UNKNOWN."""
-        if depth > _MAX_DEPTH:
-            return Kind.UNKNOWN
-        key = (id(expr), id(at))
-        known = self._kinds.get(key)
-        if known is None:
-            # Memoized: chains of rebindings (`x = x + 1` in branches) stay linear.
-            known = self._kinds[key] = self._kind_of(expr, at, depth)
-        return known
-
-    def _kind_of(self, expr: ast.expr, at: ast.AST, depth: int) -> Kind:
-        if isinstance(expr, ast.Call):
-            return self._kind_of_call(expr, at, depth)
-        if isinstance(expr, ast.Name):
-            return self._kind_of_name(expr, at, depth)
-        if isinstance(expr, ast.Attribute):
-            return self._kind_of_attribute(expr, at, depth)
-        if isinstance(expr, ast.Subscript):
-            if self.kind_of(expr.value, at, depth + 1) in (Kind.TENSOR, Kind.BATCH):
-                return Kind.TENSOR
-            return Kind.UNKNOWN
-        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.Mod):
-            sides = {self.kind_of(side, at, depth + 1) for side in (expr.left, expr.right)}
-            tensor = Kind.TENSOR in sides and Kind.MODULE not in sides
-            return Kind.TENSOR if tensor else Kind.UNKNOWN
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
-            operand = self.kind_of(expr.operand, at, depth + 1)
-            return Kind.TENSOR if operand is Kind.TENSOR else Kind.UNKNOWN
-        return Kind.UNKNOWN
-
-    def qualname_kind(self, qualname: str) -> Kind:
-        if qualname in TORCH_TENSOR_CLASSES:
-            return Kind.TENSOR
-        head, _, last = qualname.rpartition(".")
-        if head == "torch" and last in TORCH_TENSOR_FUNCTIONS:
-            return Kind.TENSOR
-        if qualname.startswith(TORCH_TENSOR_NAMESPACES) and last[:1].islower():
-            return Kind.TENSOR
-        if (
-            qualname.startswith("torch.nn.")
-            and last[:1].isupper()
-            and not qualname.startswith(_NOT_MODULE_NAMESPACES)
-        ):
-            return Kind.MODULE
-        if qualname.startswith("torchvision.models.") and not last.endswith(("Weights", "_")):
-            return Kind.MODULE  # resnet18(), ResNet(...): models
-        return Kind.UNKNOWN
-
-    def _kind_of_call(self, call: ast.Call, at: ast.AST, depth: int) -> Kind:
-        func = call.func
-        qualname = self.imports.qualname(func)
-        if qualname is not None:
-            return self.qualname_kind(qualname)
-        local = self.classes.class_of_call(call)
-        if local is not None:
-            return Kind.MODULE if self.classes.is_module(local) else Kind.UNKNOWN
-        if isinstance(func, ast.Attribute):
-            receiver = self.kind_of(func.value, at, depth + 1)
-            if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
-                return Kind.TENSOR
-            if receiver is Kind.MODULE:
-                return Kind.MODULE if func.attr in MODULE_SELF_METHODS else Kind.UNKNOWN
-        if (
-            isinstance(func, (ast.Name, ast.Attribute))
-            and self.kind_of(func, at, depth + 1) is Kind.MODULE
-        ):
-            return Kind.TENSOR  # calling a module: its forward's output
-        return Kind.UNKNOWN
-
-    def _kind_of_name(self, name: ast.Name, at: ast.AST, depth: int) -> Kind:
-        if name.id in ("self", "cls"):
-            return Kind.UNKNOWN
-        reach = self.reaching(name.id, at)
-        if reach is None:
-            values = self._module_value(name.id, at)
-            if values is None:
-                return Kind.UNKNOWN
-            return self._agree([self.kind_of(v, w, depth + 1) for v, w in values])
-        if not reach.complete:
-            return Kind.UNKNOWN
-        return self._agree([self._kind_of_binding(b, depth) for b in reach.bindings])
-
-    def _kind_of_binding(self, binding: Binding, depth: int) -> Kind:
-        if binding.annotation is not None and self._is_tensor_annotation(binding.annotation):
-            return Kind.TENSOR
-        if binding.value is not None:
-            return self.kind_of(binding.value, binding.stmt, depth + 1)
-        if binding.loop_iter is not None:
-            return self._kind_of_loop_item(binding.loop_iter, binding.path, binding.stmt, depth)
-        return Kind.UNKNOWN
-
-    def _kind_of_loop_item(
-        self, iterable: ast.expr, path: tuple[int, ...], at: ast.AST, depth: int
-    ) -> Kind:
-        # for p in model.parameters() / for name, p in model.named_parameters()
-        if (
-            isinstance(iterable, ast.Call)
-            and isinstance(iterable.func, ast.Attribute)
-            and iterable.func.attr in _PARAMETER_ITERATORS
-        ):
-            wanted = _PARAMETER_ITERATORS[iterable.func.attr]
-            return Kind.TENSOR if path == wanted else Kind.UNKNOWN
-        # for x, y in loader / enumerate(loader) / tqdm(loader): batches of tensors
-        while isinstance(iterable, ast.Call) and iterable.args:
-            callee = self.imports.qualname(iterable.func) or getattr(iterable.func, "id", "")
-            if callee in ("enumerate",):
-                if not path or path[0] != 1:
-                    return Kind.UNKNOWN
-                path = path[1:]
-            elif callee not in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"):
-                break
-            iterable = iterable.args[0]
-        if not path:
-            # The batch itself may be a list or dict; its items are tensors.
-            return Kind.BATCH if self._is_dataloader(iterable, at) else Kind.UNKNOWN
-        if self._is_dataloader(iterable, at):
-            return Kind.TENSOR
-        return Kind.UNKNOWN
-
-    def _is_dataloader(self, expr: ast.expr, at: ast.AST) -> bool:
-        if self._dataloader_calls is None:
-            # With a collate_fn the batch may hold anything (a BatchEncoding's
-            # `.to()` works in place); the default collate gives tensors.
-            self._dataloader_calls = {
-                id(d.node)
-                for d in self.facts.dataloaders
-                if d.argument("collate_fn") is None and not d.has_splat
-            }
-        if isinstance(expr, ast.Call):
-            return id(expr) in self._dataloader_calls
-        values = self.values_of(expr, at)
-        if values is None and isinstance(expr, ast.Name) and self.loader_parameter is not None:
-            return self.loader_parameter(self, expr, at)
-        return bool(values) and all(
-            isinstance(v, ast.Call) and id(v) in self._dataloader_calls for v, _ in values or ()
-        )
-
-    def _kind_of_attribute(self, attr: ast.Attribute, at: ast.AST, depth: int) -> Kind:
-        if attr.attr == "grad":
-            return Kind.TENSOR
-        if attr.attr in ("data", "T", "mT", "real", "imag"):
-            base = self.kind_of(attr.value, at, depth + 1)
-            return Kind.TENSOR if base is Kind.TENSOR else Kind.UNKNOWN
-        if attr.attr in ("weight", "bias"):
-            base = self.kind_of(attr.value, at, depth + 1)
-            return Kind.TENSOR if base is Kind.MODULE else Kind.UNKNOWN
-        if _is_self(attr.value):
-            values = self._self_attr_values(at).get(attr.attr)
-            if not values:
-                return Kind.UNKNOWN
-            return self._agree(
-                [v if isinstance(v, Kind) else self.kind_of(v, v, depth + 1) for v in values]
-            )
-        return Kind.UNKNOWN
-
-    def _is_tensor_annotation(self, annotation: ast.expr) -> bool:
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            text = annotation.value.replace(" ", "")
-            return text in ("torch.Tensor", "Tensor", "Optional[torch.Tensor]", "Optional[Tensor]")
-        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-            sides = (annotation.left, annotation.right)
-            return any(self._is_tensor_annotation(s) for s in sides) and all(
-                self._is_tensor_annotation(s) or _is_none(s) for s in sides
-            )
-        if isinstance(annotation, ast.Subscript) and (
-            self.imports.qualname(annotation.value) in ("typing.Optional",)
-        ):
-            return self._is_tensor_annotation(annotation.slice)
-        return self.imports.qualname(annotation) in TENSOR_ANNOTATIONS
-
-    @staticmethod
-    def _agree(kinds: list[Kind]) -> Kind:
-        return kinds[0] if kinds and all(k is kinds[0] for k in kinds) else Kind.UNKNOWN
-
 
 def _record_registration(call: ast.Call, found: defaultdict[str, list[ast.expr | Kind]]) -> None:
     """``self.register_buffer("w", t)`` makes ``self.w`` a tensor;
@@ -636,10 +446,6 @@ def _record_registration(call: ast.Call, found: defaultdict[str, list[ast.expr |
 
 def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def shadowed(tensors: TensorFacts, name: str, at: ast.AST) -> bool:

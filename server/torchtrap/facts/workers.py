@@ -18,13 +18,9 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall
-from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import SCOPE_TYPES, walk
-from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import remote_path
-from torchtrap.facts.tensors import Kind, TensorFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -314,26 +310,6 @@ def indexed_by_item(attr: str, getitem: FunctionNode) -> ast.Subscript | None:
 
 
 # -- what a pickled object drags along (TT104) ---------------------------------
-
-
-def model_holding(info: ClassInfo, facts: ModuleFacts, tensors: TensorFacts) -> str | None:
-    """How instances of ``info`` hold a model: "an nn.Module" when the class
-    is one, "holds `self.model`, an nn.Module" when a method stores one
-    (evidence from :class:`TensorFacts`, never from a name), "holds the CUDA
-    tensor `self.x`"; None when there is no evidence."""
-    if facts.classes.is_module(info):
-        return "an nn.Module"
-    for cls in facts.classes.lineage(info):
-        for fn in cls.methods.values():
-            for attr, _stmt, _target, value in self_stores(fn):
-                if value is None:
-                    continue
-                kind = tensors.kind_of(value, value)
-                if kind is Kind.MODULE and not holds_no_state(value, facts.imports.qualname):
-                    return f"holds `self.{attr}`, an nn.Module"
-                if kind is Kind.TENSOR and is_cuda_expression(value):
-                    return f"holds the CUDA tensor `self.{attr}`"
-    return None
 
 
 def is_cuda_expression(value: ast.expr) -> bool:

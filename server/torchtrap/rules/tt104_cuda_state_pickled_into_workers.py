@@ -12,14 +12,15 @@ from torchtrap.facts.datasets import located_phrase, self_name, self_stores
 from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import is_remote, with_location
-from torchtrap.facts.tensors import Kind, TensorFacts
-from torchtrap.facts.workers import fork_only, is_cuda_expression, model_holding
+from torchtrap.facts.workers import fork_only, is_cuda_expression
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind
 from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.workers import model_holding
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -133,21 +134,18 @@ class CudaStatePickledIntoWorkers(Rule):
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts
         loaders = [d for d in facts.dataloaders if d.may_have_workers and not fork_only(d, facts)]
-        tensors = TensorFacts(facts)
         for loader in loaders:
             for argument in ("collate_fn", "worker_init_fn"):
                 expr = loader.argument(argument)
                 if expr is None:
                     continue
-                carrier = self._bound_method(expr, argument, tensors) or self._partial(
-                    expr, argument, tensors
-                )
+                carrier = self._bound_method(expr, argument) or self._partial(expr, argument)
                 if carrier is not None:
                     yield self._finding(carrier, [loader])
-        yield from self._datasets(tensors)
+        yield from self._datasets()
 
     # -- detection -----------------------------------------------------------
-    def _bound_method(self, expr: ast.expr, argument: str, tensors: TensorFacts) -> Carrier | None:
+    def _bound_method(self, expr: ast.expr, argument: str) -> Carrier | None:
         if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
             return None
         owner = expr.value
@@ -157,7 +155,7 @@ class CudaStatePickledIntoWorkers(Rule):
         method = _method(info, expr.attr, self)
         if method is None or self_name(method) is None:
             return None  # a stored callable, a staticmethod or classmethod
-        holding = model_holding(info, self.ctx.facts, tensors)
+        holding = model_holding(info, self.ctx.values)
         if holding is None:
             return None
         what = f"`{info.name}` ({holding})"
@@ -182,23 +180,23 @@ class CudaStatePickledIntoWorkers(Rule):
         first = classes[0]
         return first if all(c is first for c in classes) else None
 
-    def _partial(self, expr: ast.expr, argument: str, tensors: TensorFacts) -> Carrier | None:
+    def _partial(self, expr: ast.expr, argument: str) -> Carrier | None:
         if not isinstance(expr, ast.Call) or not expr.args:
             return None
         if self.ctx.facts.qualname(expr.func) != "functools.partial":
             return None
         for arg in [*expr.args[1:], *(k.value for k in expr.keywords)]:
-            if tensors.kind_of(arg, arg) is Kind.MODULE:
+            if self.ctx.values.of(arg).holds(Kind.MODULE):
                 text = self.ctx.source.segment(self.ctx.range(arg))
                 return Carrier(expr, argument, f"the model `{text}`")
             if isinstance(arg, ast.Name):
                 info = self._instance_class(arg)
-                holding = model_holding(info, self.ctx.facts, tensors) if info else None
+                holding = model_holding(info, self.ctx.values) if info else None
                 if info is not None and holding is not None:
                     return Carrier(expr, argument, f"`{info.name}` ({holding})")
         return None
 
-    def _datasets(self, tensors: TensorFacts) -> Iterable[Finding]:
+    def _datasets(self) -> Iterable[Finding]:
         facts = self.ctx.facts
         datasets = self.ctx.values.datasets
 
@@ -217,7 +215,7 @@ class CudaStatePickledIntoWorkers(Rule):
                 for attr, _stmt, _target, value in self_stores(fn)
                 if value is not None
                 and not is_cuda_expression(value)  # TT103 reports the move to the GPU
-                and (holding := self._stored_model(value, view.info, tensors)) is not None
+                and (holding := self._stored_model(value, view.info)) is not None
             ]
             if not stored:
                 continue
@@ -231,17 +229,17 @@ class CudaStatePickledIntoWorkers(Rule):
             carrier = Carrier(value, "dataset", what)
             yield self._finding(carrier, judgement.loaders, stored=True)
 
-    def _stored_model(self, value: ast.expr, owner: ClassInfo, tensors: TensorFacts) -> str | None:
+    def _stored_model(self, value: ast.expr, owner: ClassInfo) -> str | None:
         """ "an nn.Module" for a module; for an instance of another class of
         this file that holds one, "a `Helper` that holds ..."."""
-        if tensors.kind_of(value, value) is Kind.MODULE:
+        if self.ctx.values.of(value).holds(Kind.MODULE):
             if holds_no_state(value, self.ctx.facts.imports.qualname):
                 return None  # `nn.Sequential(T.RandomCrop(32), ...)`: nothing to copy
             return "an nn.Module"
         local = self.ctx.facts.classes.class_of_call(value)
         if local is None or local is owner:
             return None
-        holding = model_holding(local, self.ctx.facts, tensors)
+        holding = model_holding(local, self.ctx.values)
         if holding is None:
             return None
         return f"a `{local.name}` with {'CUDA tensors' if 'CUDA' in holding else 'a model'}"

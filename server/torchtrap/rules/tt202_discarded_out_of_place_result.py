@@ -6,11 +6,11 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope, parent
-from torchtrap.facts.tensors import ELEMENTWISE, Kind, TensorFacts, words
+from torchtrap.facts.tensors import ELEMENTWISE, TensorFacts, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
-from torchtrap.values import Kind as ValueKind
+from torchtrap.values import Kind
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -199,15 +199,10 @@ class DiscardedOutOfPlaceResult(Rule):
         if name == "type" and not call.args and not call.keywords:
             return False  # `x.type()` is a query
         value = self.ctx.values.of(receiver, stmt)
-        if value.definite and value.kind is ValueKind.MODULE:
+        if value.holds(Kind.MODULE):
             return False
-        if value.definite and value.kind is ValueKind.TENSOR:
+        if value.holds(Kind.TENSOR):
             return True  # also returned by a project function (`-> tuple[Tensor, Tensor]`)
-        kind = self.tensors.kind_of(receiver, stmt)
-        if kind is Kind.MODULE:
-            return False
-        if kind is Kind.TENSOR:
-            return True
         if name not in TENSOR_ONLY:
             return False
         if self.ctx.facts.imports.qualname(receiver) is not None:

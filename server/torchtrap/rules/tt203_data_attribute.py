@@ -5,11 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.autograd import AutogradFacts, grad_off_context
+from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
 from torchtrap.facts.init_code import in_init_code, on_fresh_module
-from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -86,8 +85,8 @@ class DataAttribute(Rule):
     requires_text = (".data",)
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = TensorFacts(self.ctx.facts)
-        self.autograd = AutogradFacts(self.tensors)
+        self.tensors = self.ctx.values.tensors
+        self.autograd = self.ctx.values.autograd
         for node in self.ctx.facts.index.of(ast.Attribute):
             if node.attr != "data":
                 continue

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.modules import may_be_module
-from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import structural
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind
 
 MODULE_HOOKS = frozenset(
     {
@@ -99,7 +99,6 @@ class HookInForward(Rule):
     requires_text = ("register_",)
 
     def check(self) -> Iterable[Finding]:
-        tensors: TensorFacts | None = None
         for call in self.ctx.facts.index.of(ast.Call):
             func = call.func
             if not isinstance(func, ast.Attribute):
@@ -111,8 +110,7 @@ class HookInForward(Rule):
             if function is None:
                 continue
             if method == "register_hook":
-                tensors = tensors or TensorFacts(self.ctx.facts)
-                finding = self._tensor_hook(function, call, func, tensors)
+                finding = self._tensor_hook(function, call, func)
             else:
                 finding = self._module_hook(function, call, func)
             if finding is not None:
@@ -134,12 +132,12 @@ class HookInForward(Rule):
 
     # -- tensor hooks ---------------------------------------------------------
     def _tensor_hook(
-        self, function: Function, call: ast.Call, func: ast.Attribute, tensors: TensorFacts
+        self, function: Function, call: ast.Call, func: ast.Attribute
     ) -> Finding | None:
         receiver = func.value
         if not isinstance(receiver, ast.Name) or receiver.id == "self":
             return None  # `self.weight.register_hook`, `out.grad_fn.register_hook`: other stories
-        if tensors.kind_of(receiver, call) is Kind.MODULE:
+        if self.ctx.values.of(receiver, call).holds(Kind.MODULE):
             return None
         if _guarded(call, function) or self._requires_grad_set(receiver, function):
             return None

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from torchtrap.facts.guards import fallback_for
 from torchtrap.facts.index import ancestors
-from torchtrap.facts.tensors import Kind, TensorFacts
+from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind
 
 OLD, NEW = "register_backward_hook", "register_full_backward_hook"
 
@@ -66,15 +67,13 @@ class NonFullBackwardHook(Rule):
     requires_text = (OLD,)
 
     def check(self) -> Iterable[Finding]:
-        tensors: TensorFacts | None = None
         for call in self.ctx.facts.index.of(ast.Call):
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr == OLD):
                 continue
             if fallback_for(call, NEW):
                 continue  # the old-torch path of `if hasattr(m, NEW): ... else: ...`
-            tensors = tensors or TensorFacts(self.ctx.facts)
-            if self._not_a_module(func.value, call, tensors):
+            if self._not_a_module(func.value, call, self.ctx.values.tensors):
                 continue
             yield self._finding(call, func)
 
@@ -92,7 +91,7 @@ class NonFullBackwardHook(Rule):
             if info is None or OLD in info.methods:
                 return True  # a class's own method of that name
             return not facts.classes.is_module(info) and not info.bases
-        if tensors.kind_of(receiver, call) is Kind.TENSOR:
+        if self.ctx.values.of(receiver, call).holds(Kind.TENSOR):
             return True
         qualname = facts.qualname(receiver)
         if qualname is not None:

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import enclosing_function, parent, walk, walk_scope
-from torchtrap.facts.tensors import Kind, TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind
 
 # Attributes frameworks read as plain tensors on purpose.
 _FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
@@ -117,7 +117,6 @@ class UnregisteredTensorAttribute(Rule):
 
     def check(self) -> Iterable[Finding]:
         classes = self.ctx.facts.classes
-        tensors: TensorFacts | None = None
         handled: dict[str, set[str]] = {}  # per class, computed only for a candidate
         for stmt, target, value in self._self_assignments():
             init = enclosing_function(stmt)
@@ -132,10 +131,9 @@ class UnregisteredTensorAttribute(Rule):
             name = target.attr
             if name in _FRAMEWORK_ATTRIBUTES:
                 continue
-            tensors = tensors or TensorFacts(self.ctx.facts)
-            if self._plain_tensor(value, stmt, tensors):
+            if self._plain_tensor(value, stmt):
                 container = False
-            elif self._tensor_container(value, stmt, tensors):
+            elif self._tensor_container(value, stmt):
                 container = True
             else:
                 continue
@@ -168,7 +166,7 @@ class UnregisteredTensorAttribute(Rule):
                 yield ann, target, ann.value
 
     # -- detection ------------------------------------------------------------
-    def _plain_tensor(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
+    def _plain_tensor(self, value: ast.expr, at: ast.AST) -> bool:
         """A fresh tensor: built by torch (not a Parameter, not a reference to
         another module's weight)."""
         node = value
@@ -193,7 +191,7 @@ class UnregisteredTensorAttribute(Rule):
             # A scalar (`torch.tensor(0.5)`, a config value): a 0-dim CPU tensor
             # mixes with CUDA tensors, and its shape is unknown otherwise.
             return False
-        return tensors.kind_of(value, at) is Kind.TENSOR
+        return self.ctx.values.of(value, at).holds(Kind.TENSOR)
 
     def _zero_dim(self, call: ast.Call, qualname: str) -> bool:
         """``torch.prod(torch.tensor(shape))`` (a whole-tensor reduction),
@@ -211,10 +209,10 @@ class UnregisteredTensorAttribute(Rule):
             return self._zero_dim(inner, inner_name)
         return False
 
-    def _tensor_container(self, value: ast.expr, at: ast.AST, tensors: TensorFacts) -> bool:
+    def _tensor_container(self, value: ast.expr, at: ast.AST) -> bool:
         if isinstance(value, ast.ListComp):
             # `[torch.randn(d, n) for _ in range(k)]`: a list of tensors
-            return self._plain_tensor(value.elt, value.elt, tensors)
+            return self._plain_tensor(value.elt, value.elt)
         if isinstance(value, _CONTAINERS):
             items = list(value.elts)
         elif isinstance(value, ast.Dict):
@@ -223,7 +221,7 @@ class UnregisteredTensorAttribute(Rule):
                 return False
         else:
             return False
-        return bool(items) and all(self._plain_tensor(item, at, tensors) for item in items)
+        return bool(items) and all(self._plain_tensor(item, at) for item in items)
 
     # -- finding ------------------------------------------------------------------
     def _finding(

@@ -82,7 +82,7 @@ class NumpyRemovedAlias(Rule):
         if not imports.imports_module("numpy"):
             return
         version = resolve_numpy_version(self.ctx.config, self.ctx.path)
-        tensors = TensorFacts(self.ctx.facts)
+        tensors = self.ctx.values.tensors
         candidates = [
             node
             for node in self.ctx.facts.index.of(ast.Attribute)

@@ -15,7 +15,6 @@ import is UNKNOWN.
 from __future__ import annotations
 
 import ast
-import functools
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
@@ -26,13 +25,14 @@ from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generato
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
-from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, Binding, TensorFacts
-from torchtrap.facts.tensors import Kind as SyntaxKind
+from torchtrap.facts.tensors import TENSOR_METHODS, Binding, TensorFacts
+from torchtrap.facts.tensors import Kind as Marker
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
 from torchtrap.values.containers import constant_index, item_at, list_items
 from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
+from torchtrap.values.kinds import batches_of, parameter_loop, qualname_kind, tensor_annotation
 from torchtrap.values.loaders import LoaderEvidence, Loaders
 from torchtrap.values.model import (
     UNKNOWN,
@@ -42,6 +42,7 @@ from torchtrap.values.model import (
     Probability,
     Value,
     join,
+    plain,
     tensor,
 )
 from torchtrap.values.models import ModelFacts
@@ -49,9 +50,13 @@ from torchtrap.values.models import ModelFacts
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
     from torchtrap.project.index import Project
+    from torchtrap.values.autograd import AutogradFacts
     from torchtrap.values.loops import LoopFacts
 
 _MAX_DEPTH = 10
+# Attributes of a tensor that are tensors (``x.data``, ``x.T``) and of a module.
+_TENSOR_VIEWS = frozenset({"data", "T", "mT", "real", "imag"})
+_PARAMETERS = frozenset({"weight", "bias"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -82,15 +87,14 @@ class Values:
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
         self.tensors = TensorFacts(ctx.facts)
-        # A parameter whose project call sites all pass a DataLoader holds
-        # one (kind_of's batches). Through a weak reference: no cycle.
-        self.tensors.loader_parameter = functools.partial(_loader_parameter, weakref.ref(self))
         self._memo: dict[tuple[int, int], Value] = {}
         self._names: set[str] | None = None
         self._loaders: Loaders | None = None
         self._models: ModelFacts | None = None
         self._loops: LoopFacts | None = None
         self._datasets: DatasetFacts | None = None
+        self._default_collate: set[int] | None = None
+        self._autograd: AutogradFacts | None = None
 
     @property
     def project(self) -> Project | None:
@@ -133,6 +137,15 @@ class Values:
 
             self._loops = LoopFacts(self)
         return self._loops
+
+    @property
+    def autograd(self) -> AutogradFacts:
+        """Parameters and values in the autograd graph (:mod:`torchtrap.values.autograd`)."""
+        if self._autograd is None:
+            from torchtrap.values.autograd import AutogradFacts
+
+            self._autograd = AutogradFacts(self)
+        return self._autograd
 
     def dataloader(self, expr: ast.expr, at: ast.AST | None = None) -> LoaderEvidence | None:
         """Evidence that ``expr`` (seen at ``at``) is a torch DataLoader; None: unknown."""
@@ -222,6 +235,9 @@ class Values:
             return _alternatives([self._eval(v, at, depth + 1) for v in expr.values]) or UNKNOWN
         if isinstance(expr, ast.NamedExpr):
             return self._eval(expr.value, at, depth + 1)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.Invert)):
+            operand = self._eval(expr.operand, at, depth + 1)
+            return plain(operand) if operand.kind is Kind.TENSOR else UNKNOWN
         if isinstance(expr, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in expr.elts):
                 return UNKNOWN
@@ -242,9 +258,18 @@ class Values:
             found = self._method(func, call, at, depth)
             if found is not None:
                 return found
+        local = self.facts.classes.class_of_call(call)
+        if local is not None:
+            # A class of this module: the project knows its forward's output.
+            found = self._project_call(func, call) if isinstance(func, ast.Name) else UNKNOWN
+            if found.kind is Kind.MODULE or not self.facts.classes.is_module(local):
+                return found
+            return Value(Kind.MODULE)
         callee = self._eval(func, at, depth + 1)
         if callee.output is not None:
             return self._called(callee, call)
+        if callee.kind is Kind.MODULE:
+            return plain(callee)  # calling a module: its forward's output
         if isinstance(func, ast.Name) and (
             func.id in self._module_names() or func.id in self.models.relative_imports
         ):
@@ -260,9 +285,22 @@ class Values:
             out = replace(out, probability=replace(out.probability, origin=call))
         if out.log_probability is not None and not hasattr(out.log_probability.origin, REMOTE_ATTR):
             out = replace(out, log_probability=replace(out.log_probability, origin=call))
-        return out if callee.definite else out.maybe(callee.assumed)
+        if not (callee.definite or callee.partial):
+            return out.maybe(callee.assumed)
+        if out.kind is Kind.TENSOR and not out.definite:
+            # Some of the modules it may be give probabilities; every one gives a tensor.
+            return replace(out, partial=True)
+        return out
 
     def _qualified_call(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
+        found = self._qualified(qualname, call, at, depth)
+        if found.kind is Kind.UNKNOWN and found.probability is None:
+            kind = qualname_kind(qualname)
+            if kind is not Kind.UNKNOWN:
+                return Value(kind)  # torch.sum(x) is a tensor whatever x is
+        return found
+
+    def _qualified(self, qualname: str, call: ast.Call, at: ast.AST, depth: int) -> Value:
         family = generator_family(qualname)
         if family is not None:
             return Value(Kind.RNG, generator=Generator(family, call))
@@ -306,11 +344,8 @@ class Values:
                 if inner.kind is Kind.MODULE
                 else Value(Kind.MODULE)
             )
-        if qualname.startswith(ops.FOREIGN):
-            kind = self.tensors.qualname_kind(qualname)
-            if kind is SyntaxKind.TENSOR:
-                return Value(Kind.TENSOR)
-            return Value(Kind.MODULE) if kind is SyntaxKind.MODULE else UNKNOWN
+        if qualname.startswith(ops.FOREIGN) or qualname_kind(qualname) is not Kind.UNKNOWN:
+            return UNKNOWN  # the caller's qualname_kind answers
         return self._project_call(call.func, call)
 
     def _method(self, func: ast.Attribute, call: ast.Call, at: ast.AST, depth: int) -> Value | None:
@@ -341,6 +376,12 @@ class Values:
             return _guard(self._eval(func.value, at, depth + 1))
         if attr == "sum":
             return _summed(self._eval(func.value, at, depth + 1), call, 0)
+        if attr in TENSOR_METHODS:
+            receiver = self._eval(func.value, at, depth + 1)
+            if receiver.kind is Kind.TENSOR:
+                return plain(receiver)
+            if receiver.kind is Kind.MODULE:
+                return UNKNOWN  # a module's own method (`model.sum()` is no tensor op)
         return None
 
     def _distribution(
@@ -366,35 +407,65 @@ class Values:
         reach = self.tensors.reaching(name.id, at)
         if reach is None:
             return self._module_level(name.id, at, depth)
-        if reach.mutated:
-            return UNKNOWN  # changed in place (p.clamp_(), p += eps, out=p)
         found: list[Value] = []
         for binding in reach.bindings:
             stmt = binding.stmt
             if isinstance(stmt, _FUNCTIONS) and binding.value is None:
                 value = self._parameter(name.id, stmt, depth)
-                if not value.known and self._tensor_annotation(binding.annotation):
-                    value = tensor()  # `x: torch.Tensor`
-                found.append(value)
             elif binding.value is not None:
-                found.append(self._eval(binding.value, stmt, depth + 1))
+                value = self._eval(binding.value, stmt, depth + 1)
             elif binding.path and binding.loop_iter is None and isinstance(stmt, ast.Assign):
-                found.append(self._element(self._eval(stmt.value, stmt, depth + 1), binding.path))
+                value = self._element(self._eval(stmt.value, stmt, depth + 1), binding.path)
+            elif binding.loop_iter is not None:
+                value = self._loop_item(binding.loop_iter, binding.path, stmt)
             else:
-                found.append(UNKNOWN)
+                value = UNKNOWN
+            if value.kind is not Kind.TENSOR and tensor_annotation(
+                self.imports, binding.annotation
+            ):
+                value = tensor()  # `x: torch.Tensor`
+            found.append(value)
         if not reach.complete and not _both_branches(reach.bindings, at):
             found.append(UNKNOWN)  # the name may come from before the branch
-        return join(found).via(name.id)
+        joined = join(found).via(name.id)
+        if reach.mutated:
+            # Changed in place (p.clamp_(), p += eps, out=p): still a tensor,
+            # no longer what it was computed as.
+            if joined.kind is Kind.UNKNOWN:
+                return UNKNOWN
+            return replace(joined, probability=None, log_probability=None)
+        return joined
 
-    def _tensor_annotation(self, annotation: ast.expr | None) -> bool:
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            if len(annotation.value) > 100:
-                return False
-            try:  # `x: "torch.Tensor"`
-                annotation = ast.parse(annotation.value.strip(), mode="eval").body
-            except (SyntaxError, ValueError):
-                return False
-        return annotation is not None and self.imports.qualname(annotation) in TENSOR_ANNOTATIONS
+    def _loop_item(self, iterable: ast.expr, path: tuple[int, ...], at: ast.AST) -> Value:
+        """A loop target: a parameter (``for p in m.parameters()``), a batch
+        of a DataLoader with the default collate or a tensor in one."""
+        parameter = parameter_loop(iterable, path)
+        if parameter is not None:
+            return tensor() if parameter else UNKNOWN
+        unwrapped = batches_of(self.imports, iterable, path)
+        if unwrapped is None or not self._default_collate_loader(*unwrapped[:1], at):
+            return UNKNOWN
+        return Value(Kind.BATCH) if not unwrapped[1] else tensor()
+
+    def _default_collate_loader(self, expr: ast.expr, at: ast.AST) -> bool:
+        """A DataLoader built here without a ``collate_fn`` (a custom one may
+        give anything: a BatchEncoding's ``.to()`` works in place), through a
+        name, or a parameter whose project callers all pass one."""
+        if self._default_collate is None:
+            self._default_collate = {
+                id(d.node)
+                for d in self.facts.dataloaders
+                if d.argument("collate_fn") is None and not d.has_splat
+            }
+        made = self._default_collate
+        if isinstance(expr, ast.Call):
+            return id(expr) in made
+        values = self.tensors.values_of(expr, at)
+        if values is None and isinstance(expr, ast.Name):
+            return self._loader_parameter(expr, at)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and id(v) in made for v, _ in values or ()
+        )
 
     def _module_level(self, name: str, at: ast.AST, depth: int) -> Value:
         scope = enclosing_scope(at)
@@ -406,22 +477,34 @@ class Values:
         return UNKNOWN
 
     def _attribute(self, attr: ast.Attribute, at: ast.AST, depth: int) -> Value:
+        name = attr.attr
+        if name == "grad":
+            return tensor()
+        if name in _TENSOR_VIEWS or name in _PARAMETERS:
+            base = self._eval(attr.value, at, depth + 1)
+            owner = Kind.TENSOR if name in _TENSOR_VIEWS else Kind.MODULE
+            if base.kind is owner:
+                return plain(base)
         if _is_self(attr.value):
-            values = self._self_attributes(at).get(attr.attr)
+            values = self._self_attributes(at).get(name)
             if not values:
                 return UNKNOWN
-            return join(
-                [
-                    UNKNOWN if not isinstance(v, ast.expr) else self._eval(v, v, depth + 1)
-                    for v in values
-                ]
-            )
-        if attr.attr == "probs":
+            return join([self._stored(v, depth) for v in values])
+        if name == "probs":
             return self._eval(attr.value, at, depth + 1).field("probs")
         return UNKNOWN
 
-    def _self_attributes(self, at: ast.AST) -> dict[str, list[object]]:
-        return self.tensors.self_attribute_values(at)  # type: ignore[return-value]
+    def _stored(self, value: ast.expr | Marker, depth: int) -> Value:
+        """One value stored in ``self.<attr>``: an expression, or a
+        registration (``register_buffer``: a tensor, ``add_module``: a module)."""
+        if isinstance(value, ast.expr):
+            return self._eval(value, value, depth + 1)
+        if value is Marker.TENSOR:
+            return tensor()
+        return Value(Kind.MODULE) if value is Marker.MODULE else UNKNOWN
+
+    def _self_attributes(self, at: ast.AST) -> dict[str, list[ast.expr | Marker]]:
+        return self.tensors.self_attribute_values(at)
 
     def _subscript(self, sub: ast.Subscript, at: ast.AST, depth: int) -> Value:
         items = list_items(sub.value, at, self.tensors, self.facts.index)
@@ -444,6 +527,8 @@ class Values:
             ):
                 return base.elements[index.value]
             return UNKNOWN
+        if base.kind is Kind.BATCH:
+            return plain(base)  # batch["x"], batch[0]
         return _keep(base)
 
     def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
@@ -459,20 +544,22 @@ class Values:
             probs = [s for s in sides if s.probability is not None]
             if len(probs) == 1:
                 return _guard(probs[0])  # p + eps, p * 0.98 + 0.01
-            return tensor() if any(s.kind is Kind.TENSOR for s in sides) else UNKNOWN
+            return _arithmetic(sides)
         if isinstance(op, (ast.Mult, ast.Pow)):
             left = self._eval(expr.left, at, depth + 1)
-            right = self._eval(expr.right, at, depth + 1) if isinstance(op, ast.Mult) else UNKNOWN
-            for side in (left, right):
+            right = self._eval(expr.right, at, depth + 1)
+            for side in (left, right) if isinstance(op, ast.Mult) else (left,):
                 prob = side.probability
                 if prob is not None:
                     return replace(
                         side, probability=prob.derived(scaled=True), log_probability=None
                     )
-            return tensor() if Kind.TENSOR in (left.kind, right.kind) else UNKNOWN
+            return _arithmetic([left, right])
         if isinstance(op, ast.Div) and _normalises(expr):
             return tensor(Probability("normalised", expr, direct=False))
-        return UNKNOWN
+        if isinstance(op, ast.Mod):
+            return UNKNOWN  # "%d" % n: string formatting as often as a tensor op
+        return _arithmetic([self._eval(s, at, depth + 1) for s in (expr.left, expr.right)])
 
     def _element(self, value: Value, path: tuple[int, ...]) -> Value:
         for index in path:
@@ -547,6 +634,27 @@ class Values:
         origin = remote_node(path, span, location(path, span, project.root))
         return Probability(kind, origin, direct=False, module=True)
 
+    def _loader_parameter(self, name: ast.Name, at: ast.AST) -> bool:
+        """Whether ``name`` is a parameter of a module-level function whose
+        call sites in the project pass it a DataLoader with the default
+        collate, and every tracked argument there does."""
+        fn = enclosing_function(at)
+        if fn is None or parent(fn) is not self.tree:
+            return False
+        positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
+            return False
+        reach = self.tensors.reaching(name.id, at)
+        if reach is None or [b.stmt for b in reach.bindings] != [fn]:
+            return False  # rebound in the function
+        project = self.project
+        ref = project.ref(self.path, fn.name) if project is not None else None
+        if project is None or ref is None:
+            return False
+        index = positional.index(name.id) if name.id in positional else None
+        args = project.call_site_args(ref, index, keyword=name.id)
+        return bool(args) and all(a.arg.kind == "dataloader" for a in args)
+
     def _parameter(
         self, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int
     ) -> Value:
@@ -579,33 +687,6 @@ class Values:
         if not value.definite and value.probability is not None:
             return value.maybe(f"if `{name}` is the {value.probability.kind} some callers pass")
         return value
-
-
-def _loader_parameter(
-    values_ref: weakref.ref[Values], tensors: TensorFacts, name: ast.Name, at: ast.AST
-) -> bool:
-    """Whether ``name`` is a parameter of a module-level function whose
-    call sites in the project pass it a DataLoader with the default
-    collate, and every tracked argument there does."""
-    values = values_ref()
-    if values is None:
-        return False
-    fn = enclosing_function(at)
-    if fn is None or parent(fn) is not values.tree:
-        return False
-    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
-        return False
-    reach = tensors.reaching(name.id, at)
-    if reach is None or [b.stmt for b in reach.bindings] != [fn]:
-        return False  # rebound in the function
-    project = values.project
-    ref = project.ref(values.path, fn.name) if project is not None else None
-    if project is None or ref is None:
-        return False
-    index = positional.index(name.id) if name.id in positional else None
-    args = project.call_site_args(ref, index, keyword=name.id)
-    return bool(args) and all(a.arg.kind == "dataloader" for a in args)
 
 
 _MODULES = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -672,7 +753,7 @@ def _summed(value: Value, call: ast.Call, dim_at: int) -> Value:
     has_dim = len(call.args) > dim_at or _keyword(call, "dim") is not None
     if prob is not None and prob.scaled and has_dim:
         return replace(value, probability=prob.derived(scaled=False))
-    return tensor() if value.kind is Kind.TENSOR else UNKNOWN
+    return plain(value) if value.kind is Kind.TENSOR else UNKNOWN
 
 
 def _keep(value: Value) -> Value:
@@ -680,7 +761,7 @@ def _keep(value: Value) -> Value:
     prob = value.probability
     logp = value.log_probability
     if prob is None and logp is None:
-        return tensor() if value.kind is Kind.TENSOR else UNKNOWN
+        return plain(value) if value.kind is Kind.TENSOR else UNKNOWN
     return replace(
         value,
         kind=Kind.TENSOR,
@@ -694,8 +775,17 @@ def _guard(value: Value) -> Value:
     """A clamp or an offset: the probability is kept off 0."""
     prob = value.probability
     if prob is None:
-        return tensor() if value.kind is Kind.TENSOR else UNKNOWN
+        return plain(value) if value.kind is Kind.TENSOR else UNKNOWN
     return replace(value, probability=prob.derived(guarded=True), log_probability=None)
+
+
+def _arithmetic(sides: list[Value]) -> Value:
+    """``a + b``, ``a @ b``, ``-a``...: a tensor when a side is one and no side
+    is a module; as certain as its tensor sides."""
+    tensors = [s for s in sides if s.kind is Kind.TENSOR]
+    if not tensors or any(s.kind is Kind.MODULE for s in sides):
+        return UNKNOWN
+    return plain(next((t for t in tensors if not t.definite), tensors[0]))
 
 
 def _normalises(expr: ast.BinOp) -> bool:

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from torchtrap.facts.autograd import AutogradFacts, grad_off_context
+from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent
 from torchtrap.facts.tensors import Binding
@@ -162,7 +162,6 @@ class LoopFacts:
         self._functions: dict[str, Function] | None = None
         self._backward_marks: set[int] | None = None
         self._for_marks: set[int] | None = None
-        self._autograd_facts: AutogradFacts | None = None
 
     # -- loops --------------------------------------------------------------------
     def loops(self) -> list[Loop]:
@@ -346,7 +345,8 @@ class LoopFacts:
         if self._part_of_backpropagated(expr.id, events):
             return True
         if any(e.kind == BACKWARD for e in events):
-            return self._autograd().in_graph(expr, at)
+            values = self._values()
+            return values is not None and values.autograd.in_graph(expr, at)
         return False
 
     def container_of_graph(self, expr: ast.expr, events: list[Event]) -> bool:
@@ -405,11 +405,6 @@ class LoopFacts:
             )
             self._iterations[key] = [Event(CALL, function)] if ok else []
         return bool(self._iterations[key])
-
-    def _autograd(self) -> AutogradFacts:
-        if self._autograd_facts is None:
-            self._autograd_facts = AutogradFacts(self.tensors)
-        return self._autograd_facts
 
     def grad_enabled(self, node: ast.AST, depth: int = 0) -> bool:
         """Does ``node`` evidently run with grad on: not under ``no_grad``,

@@ -17,6 +17,9 @@ class Kind(enum.Enum):
     is no evidence: never a guess from a variable's name."""
 
     TENSOR = "tensor"
+    # A whole batch of a DataLoader with the default collate: a tensor, or a
+    # list/dict of them (so ``batch["x"]`` and ``batch[0]`` are tensors).
+    BATCH = "batch"
     MODULE = "module"  # an nn.Module instance (``output``: what calling it gives)
     DISTRIBUTION = "distribution"  # torch.distributions.* (``probs`` in ``fields``)
     CALLABLE = "callable"  # a project function (``output``: what calling it gives)
@@ -121,10 +124,18 @@ class Value:
     origin: tuple[Step, ...] = ()
     # What the rule may say it assumed for a MAY value ("if `p` is the softmax at line 4").
     assumed: str = ""
+    # MAY only because a property (a probability) holds on some paths: the
+    # kind itself holds on every path.
+    partial: bool = False
 
     @property
     def definite(self) -> bool:
         return self.certainty is Certainty.DEFINITE
+
+    def holds(self, kind: Kind) -> bool:
+        """Every path to the use gives a ``kind`` (whatever its properties):
+        the question "is it a tensor / a module"."""
+        return self.kind is kind and (self.definite or self.partial)
 
     @property
     def known(self) -> bool:
@@ -144,7 +155,9 @@ class Value:
     def maybe(self, assumed: str = "") -> Value:
         if not self.known:
             return self
-        return replace(self, certainty=Certainty.MAY, assumed=assumed or self.assumed)
+        return replace(
+            self, certainty=Certainty.MAY, assumed=assumed or self.assumed, partial=False
+        )
 
     def via(self, name: str) -> Value:
         """The value seen through a local name or parameter."""
@@ -164,6 +177,14 @@ def tensor(
     probability: Probability | None = None, log_probability: Probability | None = None
 ) -> Value:
     return Value(Kind.TENSOR, probability=probability, log_probability=log_probability)
+
+
+def plain(value: Value, kind: Kind = Kind.TENSOR) -> Value:
+    """A value of ``kind`` with nothing more known, as certain as ``value``
+    (``x.float()`` of a tensor that only some paths give is only MAY one)."""
+    if value.definite or value.partial:
+        return Value(kind)
+    return Value(kind, value.certainty, assumed=value.assumed)
 
 
 def _join_prob(probs: list[Probability | None]) -> tuple[Probability | None, bool]:
@@ -192,6 +213,7 @@ def join(values: list[Value]) -> Value:
     certain = all(v.definite for v in values)
     kinds = {v.kind for v in values}
     kind = first.kind if len(kinds) == 1 else Kind.UNKNOWN
+    every_path = kind is not Kind.UNKNOWN and all(v.definite or v.partial for v in values)
     prob, all_prob = _join_prob([v.probability for v in values])
     logp, all_logp = _join_prob([v.log_probability for v in values])
     outputs = [v.output for v in values]
@@ -210,6 +232,7 @@ def join(values: list[Value]) -> Value:
         logp,
         output,
         origin=first.origin,
+        partial=every_path and not certain,
     )
 
 

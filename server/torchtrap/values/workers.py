@@ -13,12 +13,16 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
+from torchtrap.facts.datasets import self_stores
 from torchtrap.facts.index import walk
+from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.workers import (
     CONTAINER_METHODS,
     LOADERS,
     call_name,
+    is_cuda_expression,
     is_data_source,
     iterated_exprs,
     local_function,
@@ -26,11 +30,33 @@ from torchtrap.facts.workers import (
     target_used,
     walk_same_scope,
 )
+from torchtrap.values.model import Kind
 
 if TYPE_CHECKING:
     from torchtrap.values.evaluate import Values
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def model_holding(info: ClassInfo, values: Values) -> str | None:
+    """How instances of ``info`` hold a model (what pickling one into a
+    worker copies, TT104): "an nn.Module" when the class is one, "holds
+    `self.model`, an nn.Module" when a method stores one, "holds the CUDA
+    tensor `self.x`"; None without evidence (never from a name)."""
+    facts = values.facts
+    if facts.classes.is_module(info):
+        return "an nn.Module"
+    for cls in facts.classes.lineage(info):
+        for fn in cls.methods.values():
+            for attr, _stmt, _target, value in self_stores(fn):
+                if value is None:
+                    continue
+                held = values.of(value)
+                if held.holds(Kind.MODULE) and not holds_no_state(value, facts.imports.qualname):
+                    return f"holds `self.{attr}`, an nn.Module"
+                if held.holds(Kind.TENSOR) and is_cuda_expression(value):
+                    return f"holds the CUDA tensor `self.{attr}`"
+    return None
 
 
 def worker_loader(

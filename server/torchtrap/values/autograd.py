@@ -1,0 +1,162 @@
+"""Autograd values: is this value a parameter, is it part of the autograd graph.
+
+Evidence only: a value is *in the graph* when it is the output of calling
+a module, or a tensor operation applied to a parameter, to a tensor created
+with ``requires_grad=True``, or to another value in the graph, computed
+with grad enabled. Anything else is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import TYPE_CHECKING
+
+from torchtrap.facts.autograd import PARAMETER_CLASSES, grad_off_context
+from torchtrap.facts.tensors import TENSOR_METHODS
+from torchtrap.values.kinds import qualname_kind
+from torchtrap.values.model import Kind
+
+if TYPE_CHECKING:
+    from torchtrap.values.evaluate import Values
+
+# Methods that cut a value out of the graph.
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
+_PARAMETER_LOOPS = {"parameters": (), "named_parameters": (1,)}
+_MAX_DEPTH = 6
+
+
+class AutogradFacts:
+    """Per-module cache (``ctx.values.autograd``) on top of :class:`Values`."""
+
+    def __init__(self, values: Values) -> None:
+        # Weakly: the Values owns this, and a cycle would keep the tree alive.
+        self._values = weakref.ref(values)
+        self.tensors = values.tensors
+        self.imports = values.imports
+        self._in_graph: dict[tuple[int, int], bool] = {}
+
+    def _holds(self, expr: ast.expr, at: ast.AST, kind: Kind) -> bool:
+        values = self._values()
+        return values is not None and values.of(expr, at).holds(kind)
+
+    def under_no_grad(self, node: ast.AST) -> bool:
+        return grad_off_context(node, self.imports) is not None
+
+    def is_parameter(self, expr: ast.expr, at: ast.AST) -> bool:
+        """``module.weight``/``.bias``, ``nn.Parameter(...)`` (also through a
+        name or ``self.attr``), a loop variable over ``.parameters()``."""
+        if isinstance(expr, ast.Attribute) and expr.attr in ("weight", "bias"):
+            return self._holds(expr.value, at, Kind.MODULE)
+        if isinstance(expr, ast.Call):
+            return self.imports.qualname(expr.func) in PARAMETER_CLASSES
+        if isinstance(expr, ast.Name):
+            reach = self.tensors.reaching(expr.id, at)
+            if reach is None or not reach.complete:
+                return False
+            return all(
+                self._parameter_binding(b.value, b.loop_iter, b.path, b.stmt)
+                for b in reach.bindings
+            )
+        if isinstance(expr, ast.Attribute):
+            values = self.tensors.values_of(expr, at)
+            return bool(values) and all(self.is_parameter(v, w) for v, w in values or ())
+        return False
+
+    def _parameter_binding(
+        self,
+        value: ast.expr | None,
+        loop_iter: ast.expr | None,
+        path: tuple[int, ...],
+        stmt: ast.AST,
+    ) -> bool:
+        if value is not None:
+            return self.is_parameter(value, stmt)
+        if (
+            isinstance(loop_iter, ast.Call)
+            and isinstance(loop_iter.func, ast.Attribute)
+            and loop_iter.func.attr in _PARAMETER_LOOPS
+        ):
+            return _PARAMETER_LOOPS[loop_iter.func.attr] == path
+        return False
+
+    def in_graph(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> bool:
+        """Is ``expr`` evidently a non-leaf value autograd recorded (an
+        activation, a module's output, a loss)?"""
+        if depth > _MAX_DEPTH:
+            return False
+        key = (id(expr), id(at))
+        if key not in self._in_graph:
+            self._in_graph[key] = False  # cycle guard
+            self._in_graph[key] = self._compute_in_graph(expr, at, depth)
+        return self._in_graph[key]
+
+    def _compute_in_graph(self, expr: ast.expr, at: ast.AST, depth: int) -> bool:
+        if isinstance(expr, ast.Name):
+            reach = self.tensors.reaching(expr.id, at)
+            if reach is None or not reach.complete:
+                return False
+            return all(
+                b.value is not None
+                and not b.path
+                and not self.under_no_grad(b.stmt)
+                and self._produces_graph_value(b.value, b.stmt, depth)
+                for b in reach.bindings
+            )
+        return False
+
+    def _produces_graph_value(self, value: ast.expr, at: ast.AST, depth: int) -> bool:
+        if isinstance(value, ast.BinOp):
+            return any(self._graph_input(side, at, depth) for side in (value.left, value.right))
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, (ast.Name, ast.Attribute)) and (
+            self._holds(func, at, Kind.MODULE)
+        ):
+            return True  # a module's output
+        qualname = self.imports.qualname(func)
+        if qualname is not None:
+            if qualname_kind(qualname) is not Kind.TENSOR:
+                return False
+            if qualname in PARAMETER_CLASSES:
+                return False  # a leaf
+            return any(self._graph_input(arg, at, depth) for arg in value.args)
+        if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS:
+            if func.attr in _DETACHING:
+                return False
+            return self._graph_input(func.value, at, depth)
+        return False
+
+    def _graph_input(self, expr: ast.expr, at: ast.AST, depth: int) -> bool:
+        """A value whose operations autograd records: in the graph, a
+        parameter, or a tensor created with ``requires_grad=True``."""
+        if depth > _MAX_DEPTH:
+            return False
+        if self.is_parameter(expr, at):
+            return True
+        if isinstance(expr, ast.Call):
+            if any(
+                kw.arg == "requires_grad"
+                and isinstance(kw.value, ast.Constant)
+                and kw.value.value is True
+                for kw in expr.keywords
+            ):
+                return self._holds(expr, at, Kind.TENSOR)
+            return self._produces_graph_value(expr, at, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            return self._produces_graph_value(expr, at, depth + 1)
+        if isinstance(expr, ast.Name):
+            reach = self.tensors.reaching(expr.id, at)
+            return (
+                reach is not None
+                and reach.complete
+                and all(
+                    b.value is not None
+                    and not b.path
+                    and not self.under_no_grad(b.stmt)
+                    and self._graph_input(b.value, b.stmt, depth + 1)
+                    for b in reach.bindings
+                )
+            )
+        return False
