@@ -246,7 +246,7 @@ class MissingEval(Rule):
             return local
         if not (isinstance(model, ast.Name) and function is not None):
             return []
-        if not _is_parameter_of(function, model.id, self.tensors, at):
+        if self.ctx.values.parameter(model, at) is not function:
             return []
         # A parameter: what the callers pass, unless a caller switches it.
         sites = self.models.callers_of(function)
@@ -1012,17 +1012,9 @@ def _is_shape_probe(call: ast.Call, imports: ImportTable) -> bool:
     return False
 
 
-def _is_parameter_of(
-    function: Function, name: str, tensors: TensorFacts | None = None, at: ast.AST | None = None
-) -> bool:
+def _is_parameter_of(function: Function, name: str) -> bool:
     args = function.args
-    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    if name not in names:
-        return False
-    if tensors is None or at is None:
-        return True
-    reach = tensors.reaching(name, at)
-    return reach is not None and all(b.stmt is function for b in reach.bindings)
+    return name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
 
 def _local_names(function: Function) -> set[str]:

@@ -7,23 +7,15 @@ from collections.abc import Iterable
 
 from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.index import ancestors, enclosing_statement, parent, walk
-from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, words
+from torchtrap.facts.tensors import words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes import edits, structural
 from torchtrap.rules.base import Invalid, Rule, Valid
-from torchtrap.values.loaders import Loaders
+from torchtrap.values.autograd import NEW_TENSOR
 
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Contexts and decorators under which nothing records a graph.
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
-# Methods that keep "does not require grad": `x.data.cuda()`, `batch.float()`.
-_KEEPS_NO_GRAD = frozenset(
-    {"cuda", "cpu", "to", "float", "double", "half", "long", "int", "bool", "byte", "view"}
-    | {"reshape", "unsqueeze", "squeeze", "contiguous", "clone", "permute", "transpose", "t"}
-    | {"zero_", "fill_", "normal_", "uniform_"}
-)
-# Methods that make new tensors without grad: `memory.data.new(...)`.
-_NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 # torch functions that always return a new tensor object (not as_tensor).
 _FACTORIES = frozenset(
     f"torch.{name}"
@@ -106,7 +98,6 @@ class AutogradVariable(Rule):
         imports = self.ctx.facts.imports
         if not imports.imports_module("torch"):
             return
-        loaders: Loaders | None = None
         for call in self.ctx.facts.index.of(ast.Call):
             func = call.func
             if not (
@@ -121,12 +112,11 @@ class AutogradVariable(Rule):
             keywords = {kw.arg: kw.value for kw in call.keywords}
             if None in keywords or set(keywords) - {"volatile", "requires_grad"}:
                 continue
-            loaders = self.ctx.values.loaders
             volatile = keywords.get("volatile")
             if volatile is not None and not _is_false(volatile) and not self._under_no_grad(call):
                 yield self._volatile(call, volatile)
                 continue
-            yield self._plain(call, keywords.get("requires_grad"), loaders)
+            yield self._plain(call, keywords.get("requires_grad"))
 
     # -- volatile=True ----------------------------------------------------------
     def _volatile(self, call: ast.Call, volatile: ast.expr) -> Finding:
@@ -204,7 +194,7 @@ class AutogradVariable(Rule):
         return False
 
     # -- plain Variable(x) --------------------------------------------------------
-    def _plain(self, call: ast.Call, requires_grad: ast.expr | None, loaders: Loaders) -> Finding:
+    def _plain(self, call: ast.Call, requires_grad: ast.expr | None) -> Finding:
         source = self.ctx.source
         arg = call.args[0]
         text = source.segment(self.ctx.range(arg))
@@ -215,7 +205,7 @@ class AutogradVariable(Rule):
         if requires_grad is not None and not _is_false(requires_grad):
             grad = source.segment(self.ctx.range(requires_grad))
             grad = "" if isinstance(requires_grad, ast.Constant) and grad == "True" else grad
-        if grad is None and self._no_grad_value(arg, call, loaders, 0):
+        if grad is None and self.ctx.values.autograd.without_grad(arg, call):
             replacement = text
             title = f"Use `{text}` itself" if short else "Use the tensor itself"
         elif grad is None:
@@ -223,7 +213,7 @@ class AutogradVariable(Rule):
             title = f"Use `{replacement}`" if short else "Use `.detach()`"
         else:
             # A fresh tensor nobody else holds can take the flag itself.
-            fresh = self._fresh(arg) and self._no_grad_value(arg, call, loaders, 0)
+            fresh = self._fresh(arg) and self.ctx.values.autograd.without_grad(arg, call)
             detach = "" if fresh else ".detach()"
             replacement = f"{text}{detach}.requires_grad_({grad})"
             title = (
@@ -249,44 +239,6 @@ class AutogradVariable(Rule):
             message += "; `volatile` is ignored"
         return self.finding(call, message, severity=Severity.HINT, fixes=[fix])
 
-    def _no_grad_value(self, expr: ast.expr, at: ast.AST, loaders: Loaders, depth: int) -> bool:
-        """Evidence that ``expr`` is a tensor that does not require grad."""
-        if depth > 4:
-            return False
-        while (
-            isinstance(expr, ast.Call)
-            and isinstance(expr.func, ast.Attribute)
-            and expr.func.attr in _KEEPS_NO_GRAD
-        ):
-            expr = expr.func.value
-        if isinstance(expr, ast.Attribute) and expr.attr == "data":
-            return True
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if any(kw.arg == "requires_grad" for kw in expr.keywords):
-                return False
-            if isinstance(func, ast.Attribute) and func.attr in ("detach", *_NEW_TENSOR):
-                return True
-            qualname = self.ctx.facts.imports.qualname(func)
-            if qualname is not None and qualname.startswith("torch."):
-                name = qualname[len("torch.") :]
-                return name in TORCH_TENSOR_FUNCTIONS and name not in ("clone",)
-            return False
-        if isinstance(expr, ast.Name):
-            reach = loaders.tensors.reaching(expr.id, at)
-            if reach is None or not reach.complete:
-                return False
-            for binding in reach.bindings:
-                if binding.loop_iter is not None:
-                    if not binding.path or not self._loader_batches(binding.loop_iter, at, loaders):
-                        return False
-                elif binding.value is None or not self._no_grad_value(
-                    binding.value, binding.stmt, loaders, depth + 1
-                ):
-                    return False
-            return True
-        return False
-
     def _fresh(self, expr: ast.expr) -> bool:
         """A new tensor object: ``x.data``, ``x.clone()``, ``x.new(...)``,
         ``torch.zeros(...)`` (not ``.cuda()``/``.to()``, which may return ``x``)."""
@@ -295,27 +247,9 @@ class AutogradVariable(Rule):
         if not isinstance(expr, ast.Call):
             return False
         func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", *_NEW_TENSOR):
+        if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", *NEW_TENSOR):
             return True
         return self.ctx.facts.imports.qualname(func) in _FACTORIES
-
-    @staticmethod
-    def _loader_batches(iterable: ast.expr, at: ast.AST, loaders: Loaders) -> bool:
-        """``for x, y in loader`` / ``enumerate(loader)``: default-collated
-        batches, which never require grad."""
-        if (
-            isinstance(iterable, ast.Call)
-            and isinstance(iterable.func, ast.Name)
-            and iterable.func.id == "enumerate"
-            and iterable.args
-        ):
-            iterable = iterable.args[0]
-        evidence = loaders.dataloader(iterable, at)
-        return (
-            evidence is not None
-            and bool(evidence.calls)
-            and all(d.argument("collate_fn") is None and not d.has_splat for d in evidence.calls)
-        )
 
     valid = (
         Valid(

@@ -128,21 +128,13 @@ class MissingZeroGrad(Rule):
                 # `scaler.step(optimizer)`; `optimizer.step(closure)` zeroes in the closure.
                 yield event, event.args[0], True
 
-    @staticmethod
-    def _passed_in(loops: LoopFacts, ref: Ref, events: list[Event]) -> bool:
+    def _passed_in(self, loops: LoopFacts, ref: Ref, events: list[Event]) -> bool:
         """A parameter whose callers are elsewhere, after a tensor-style
         ``loss.backward()`` in the iteration (not an engine's
         ``engine.backward(loss)``, whose ``step()`` may zero by itself)."""
         if not isinstance(ref.expr, ast.Name) or loops.values(ref) is not None:
             return False
-        function = enclosing_function(ref.at)
-        if function is None:
-            return False
-        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
-        reach = loops.tensors.reaching(ref.expr.id, ref.at)
-        if ref.expr.id not in params or reach is None:
-            return False
-        if not all(b.stmt is function for b in reach.bindings):
+        if self.ctx.values.parameter(ref.expr, ref.at) is None:
             return False
         return any(
             e.kind == BACKWARD

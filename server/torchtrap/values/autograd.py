@@ -13,13 +13,21 @@ import weakref
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES, grad_off_context
-from torchtrap.facts.tensors import TENSOR_METHODS
+from torchtrap.facts.tensors import TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS
 from torchtrap.values.kinds import qualname_kind
 from torchtrap.values.model import Kind
 
 if TYPE_CHECKING:
     from torchtrap.values.evaluate import Values
 
+# Methods that keep "does not require grad": `x.data.cuda()`, `batch.float()`.
+KEEPS_NO_GRAD = frozenset(
+    {"cuda", "cpu", "to", "float", "double", "half", "long", "int", "bool", "byte", "view"}
+    | {"reshape", "unsqueeze", "squeeze", "contiguous", "clone", "permute", "transpose", "t"}
+    | {"zero_", "fill_", "normal_", "uniform_"}
+)
+# Methods that make new tensors without grad: `memory.data.new(...)`.
+NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 # Methods that cut a value out of the graph.
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _PARAMETER_LOOPS = {"parameters": (), "named_parameters": (1,)}
@@ -111,9 +119,7 @@ class AutogradFacts:
         if not isinstance(value, ast.Call):
             return False
         func = value.func
-        if isinstance(func, (ast.Name, ast.Attribute)) and (
-            self._holds(func, at, Kind.MODULE)
-        ):
+        if isinstance(func, (ast.Name, ast.Attribute)) and (self._holds(func, at, Kind.MODULE)):
             return True  # a module's output
         qualname = self.imports.qualname(func)
         if qualname is not None:
@@ -160,3 +166,61 @@ class AutogradFacts:
                 )
             )
         return False
+
+    def without_grad(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> bool:
+        """Evidence that ``expr`` is a tensor that does not require grad
+        (``x.data``, ``x.detach()``, ``torch.zeros(...)``, a batch of a
+        default-collate DataLoader, and names bound to them)."""
+        if depth > 4:
+            return False
+        while (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in KEEPS_NO_GRAD
+        ):
+            expr = expr.func.value
+        if isinstance(expr, ast.Attribute) and expr.attr == "data":
+            return True
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if any(kw.arg == "requires_grad" for kw in expr.keywords):
+                return False
+            if isinstance(func, ast.Attribute) and func.attr in ("detach", *NEW_TENSOR):
+                return True
+            qualname = self.imports.qualname(func)
+            if qualname is not None and qualname.startswith("torch."):
+                name = qualname[len("torch.") :]
+                return name in TORCH_TENSOR_FUNCTIONS and name not in ("clone",)
+            return False
+        if isinstance(expr, ast.Name):
+            reach = self.tensors.reaching(expr.id, at)
+            if reach is None or not reach.complete:
+                return False
+            for binding in reach.bindings:
+                if binding.loop_iter is not None:
+                    if not binding.path or not self._loader_batches(binding.loop_iter, at):
+                        return False
+                elif binding.value is None or not self.without_grad(
+                    binding.value, binding.stmt, depth + 1
+                ):
+                    return False
+            return True
+        return False
+
+    def _loader_batches(self, iterable: ast.expr, at: ast.AST) -> bool:
+        """``for x, y in loader`` / ``enumerate(loader)``: default-collated
+        batches, which never require grad."""
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "enumerate"
+            and iterable.args
+        ):
+            iterable = iterable.args[0]
+        values = self._values()
+        evidence = values.dataloader(iterable, at) if values is not None else None
+        return (
+            evidence is not None
+            and bool(evidence.calls)
+            and all(d.argument("collate_fn") is None and not d.has_splat for d in evidence.calls)
+        )

@@ -58,6 +58,7 @@ _MAX_DEPTH = 10
 _TENSOR_VIEWS = frozenset({"data", "T", "mT", "real", "imag"})
 _PARAMETERS = frozenset({"weight", "bias"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class _Context(Protocol):
@@ -198,6 +199,23 @@ class Values:
                 after = (lineno, value)
         chosen = before or after
         return chosen[1] if chosen else None
+
+    def parameter(self, name: ast.Name, at: ast.AST | None = None) -> Function | None:
+        """The function ``name`` is a parameter of, when ``name`` (seen at
+        ``at``) still holds what the caller passed: no other binding in the
+        function reaches ``at``. None for a local, a rebound parameter, or a
+        name outside any function."""
+        where = at if at is not None else name
+        fn = enclosing_function(where)
+        if fn is None:
+            return None
+        args = fn.args
+        if name.id not in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+            return None
+        reach = self.tensors.reaching(name.id, where)
+        if reach is None or any(b.stmt is not fn for b in reach.bindings):
+            return None
+        return fn
 
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
@@ -638,15 +656,10 @@ class Values:
         """Whether ``name`` is a parameter of a module-level function whose
         call sites in the project pass it a DataLoader with the default
         collate, and every tracked argument there does."""
-        fn = enclosing_function(at)
+        fn = self.parameter(name, at)
         if fn is None or parent(fn) is not self.tree:
             return False
         positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        if name.id not in positional and name.id not in [a.arg for a in fn.args.kwonlyargs]:
-            return False
-        reach = self.tensors.reaching(name.id, at)
-        if reach is None or [b.stmt for b in reach.bindings] != [fn]:
-            return False  # rebound in the function
         project = self.project
         ref = project.ref(self.path, fn.name) if project is not None else None
         if project is None or ref is None:
