@@ -6,6 +6,14 @@ value as seen at another node) and gets a :class:`Value`:
 ``value.kind``
     :class:`Kind`: TENSOR, MODULE, DISTRIBUTION, CALLABLE, TUPLE, ... UNKNOWN.
     UNKNOWN whenever there is no evidence (never a guess from a name).
+``value.holds(Kind.TENSOR)`` / ``value.holds(Kind.MODULE)``
+    "Is it a tensor / a module" on every path (the probability may differ
+    between paths: ``value.partial``). The one answer every rule asks:
+    torch tensor functions, tensor methods of tensors, operators, calling a
+    module, ``.grad``/``.data``/``.weight``, ``register_buffer``, loop
+    targets over ``.parameters()`` and over a default-collate DataLoader
+    (``Kind.BATCH``: ``batch["x"]`` is a tensor), annotations. The syntax
+    tables are :mod:`torchtrap.values.kinds`.
 ``value.certainty`` / ``value.definite``
     :class:`Certainty`: DEFINITE when every path to the use gives it, MAY
     when some do (one branch of an ``if``, some of the call sites).
@@ -36,6 +44,12 @@ value as seen at another node) and gets a :class:`Value`:
     ``Kind.CONSTANT`` with ``value.constant`` (the ``ast.Constant``) when
     ``expr`` is a literal or a name bound once, to a literal, in the
     nearest scope that binds it; else UNKNOWN (``of`` never gives CONSTANT).
+``ctx.values.parameter(name, at)``
+    The function ``name`` is a parameter of when it still holds what the
+    caller passed at ``at`` (no other binding reaches); else None.
+``ctx.values.autograd``
+    Parameters, values in the autograd graph, tensors that do not require
+    grad (:mod:`torchtrap.values.autograd`).
 ``value.elements`` / ``value.field(name)``
     A tuple element-wise; a distribution's ``"probs"``.
 
