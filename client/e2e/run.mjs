@@ -798,10 +798,17 @@ async function main() {
       await page.locator('.notifications-toasts .notification-toast', { hasText: 'with checks' }).first().waitFor({ timeout: 30_000 });
       // The run ends: its summary, and the script's own output in the "TorchTrap Run" channel.
       await vs.toast(/1 finding/, 240_000);
-      const output = (await page.locator('.panel .monaco-editor .view-lines').allInnerTexts().catch(() => [])).join(' ').replace(/\s+/g, ' ');
-      if (!output.includes('RESULT: bug') || !output.includes('torchtrap run: 1 finding')) {
-        throw new Error(`the TorchTrap Run channel lacks the script's output: "${output.slice(0, 600)}"`);
-      }
+      // The summary toast can show before the channel has rendered the run's last lines: poll.
+      let output = '';
+      await waitFor(
+        async () => {
+          output = (await page.locator('.panel .monaco-editor .view-lines').allInnerTexts().catch(() => [])).join(' ').replace(/\s+/g, ' ');
+          return output.includes('RESULT: bug') && output.includes('torchtrap run: 1 finding');
+        },
+        15_000,
+        () => `the script's output in the TorchTrap Run channel (shown: "${output.slice(-600)}")`,
+        250,
+      );
       // The output channel took the panel: back to Problems.
       await page.keyboard.press('Control+Shift+M');
       await vs.openProblems();
