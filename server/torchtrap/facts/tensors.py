@@ -129,6 +129,8 @@ PARAMETER_ITERATORS = {
     "named_parameters": (1,),
     "named_buffers": (1,),
 }
+# Those of them that yield nn.Parameters (leaves that require grad; buffers do not).
+PARAMETER_ONLY_ITERATORS = {"parameters": (), "named_parameters": (1,)}
 _CONDITIONAL = tuple(
     t
     for t in (

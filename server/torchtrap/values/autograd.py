@@ -13,8 +13,12 @@ import weakref
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES, grad_off_context
-from torchtrap.facts.tensors import TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS
-from torchtrap.values.kinds import qualname_kind
+from torchtrap.facts.tensors import (
+    PARAMETER_ONLY_ITERATORS,
+    TENSOR_METHODS,
+    TORCH_TENSOR_FUNCTIONS,
+)
+from torchtrap.values.kinds import parameter_loop, qualname_kind
 from torchtrap.values.model import Kind
 
 if TYPE_CHECKING:
@@ -30,7 +34,6 @@ KEEPS_NO_GRAD = frozenset(
 NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 # Methods that cut a value out of the graph.
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
-_PARAMETER_LOOPS = {"parameters": (), "named_parameters": (1,)}
 _MAX_DEPTH = 6
 
 
@@ -80,12 +83,8 @@ class AutogradFacts:
     ) -> bool:
         if value is not None:
             return self.is_parameter(value, stmt)
-        if (
-            isinstance(loop_iter, ast.Call)
-            and isinstance(loop_iter.func, ast.Attribute)
-            and loop_iter.func.attr in _PARAMETER_LOOPS
-        ):
-            return _PARAMETER_LOOPS[loop_iter.func.attr] == path
+        if loop_iter is not None:
+            return parameter_loop(loop_iter, path, PARAMETER_ONLY_ITERATORS) is True
         return False
 
     def in_graph(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> bool:

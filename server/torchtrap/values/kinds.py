@@ -10,6 +10,7 @@ evaluates an expression; no rule asks them directly.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 
 from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.tensors import (
@@ -77,15 +78,20 @@ def tensor_annotation(imports: ImportTable, annotation: ast.expr | None) -> bool
     return imports.qualname(annotation) in TENSOR_ANNOTATIONS
 
 
-def parameter_loop(iterable: ast.expr, path: tuple[int, ...]) -> bool | None:
+def parameter_loop(
+    iterable: ast.expr,
+    path: tuple[int, ...],
+    iterators: Mapping[str, tuple[int, ...]] = PARAMETER_ITERATORS,
+) -> bool | None:
     """``for p in m.parameters()`` / ``for name, p in m.named_parameters()``:
-    whether the target at ``path`` is a parameter; None: not such a loop."""
+    whether the target at ``path`` is what ``iterators`` yields (by default a
+    parameter or buffer); None: not such a loop."""
     if (
         isinstance(iterable, ast.Call)
         and isinstance(iterable.func, ast.Attribute)
-        and iterable.func.attr in PARAMETER_ITERATORS
+        and iterable.func.attr in iterators
     ):
-        return PARAMETER_ITERATORS[iterable.func.attr] == path
+        return iterators[iterable.func.attr] == path
     return None
 
 
