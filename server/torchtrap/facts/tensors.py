@@ -130,7 +130,7 @@ PARAMETER_ITERATORS = {
     "named_buffers": (1,),
 }
 # Those of them that yield nn.Parameters (leaves that require grad; buffers do not).
-PARAMETER_ONLY_ITERATORS = {"parameters": (), "named_parameters": (1,)}
+PARAMETER_ONLY_ITERATORS = {k: v for k, v in PARAMETER_ITERATORS.items() if "parameters" in k}
 _CONDITIONAL = tuple(
     t
     for t in (
