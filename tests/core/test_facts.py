@@ -68,6 +68,9 @@ def test_dataset_classes_through_local_bases() -> None:
         ("DataLoader(ds, **loader_kwargs)", Workers.MAYBE),
         ("DataLoader(ds, num_workers=n)", Workers.SOME),  # n = 2 bound once
         ("DataLoader(ds, num_workers=m)", Workers.MAYBE),  # m bound twice
+        # `main(args, k)`'s parameter hides the module's `k = 4`: what callers pass.
+        ("DataLoader(ds, num_workers=k)", Workers.MAYBE),
+        ("DataLoader(ds, num_workers=g)", Workers.SOME),  # the module's `g = 3`
     ],
 )
 def test_dataloader_workers(call: str, workers: Workers) -> None:
@@ -75,7 +78,9 @@ def test_dataloader_workers(call: str, workers: Workers) -> None:
         f"""
         from torch.utils.data import DataLoader, Dataset
         class DS(Dataset): pass
-        def main(args):
+        k = 4
+        g = 3
+        def main(args, k):
             n = 2
             m = 0
             if args.big:

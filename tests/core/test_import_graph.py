@@ -148,3 +148,18 @@ def test_the_project_never_imports_the_value_layer() -> None:
         if name.startswith("torchtrap.project"):
             bad = [t for t in targets if t.startswith("torchtrap.values")]
             assert bad == [], f"{name} imports {bad}"
+
+
+def test_rules_ask_the_value_layer_not_its_binding_tables() -> None:
+    """What a name holds, where it is bound, whether it is changed later:
+    rules ask ``ctx.values`` (``of``, ``sources``, ``binds``,
+    ``bound_before``, ``mutated_after``), never the tables under it."""
+    tables = {"tensors", "reaching", "values_of", "table"}
+    for file in (PACKAGE / "rules").glob("*.py"):
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in tables, f"{file.name}:{node.lineno} reads .{node.attr}"
+            if isinstance(node, ast.ImportFrom):
+                names = {a.name for a in node.names}
+                assert "TensorFacts" not in names, f"{file.name} imports TensorFacts"

@@ -9,7 +9,7 @@ from torchtrap.values import Kind, Value
 
 
 def _held(value: Value) -> str:
-    """"tensor", "module", "batch", "may tensor", ... or "unknown"."""
+    """ "tensor", "module", "batch", "may tensor", ... or "unknown"."""
     if value.kind is Kind.UNKNOWN:
         return "unknown"
     name = value.kind.value

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.imports import ImportTable
-from torchtrap.facts.index import NodeIndex, enclosing_scope, walk_scope
+from torchtrap.facts.index import NodeIndex, enclosing_scope
+from torchtrap.facts.tensors import single_literal
 
 DATALOADER = "torch.utils.data.DataLoader"
 _DATALOADER_BASES = frozenset({DATALOADER})
@@ -76,25 +77,10 @@ def _workers(
     if expr is None:
         return (Workers.MAYBE if has_splat else Workers.NONE), None
     if isinstance(expr, ast.Name):
-        expr = _single_constant(expr.id, call, module) or expr
+        expr = single_literal(expr.id, call, module) or expr
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return (Workers.SOME if expr.value > 0 else Workers.NONE), expr
     return Workers.MAYBE, expr
-
-
-def _single_constant(name: str, at: ast.AST, module: ast.Module) -> ast.Constant | None:
-    """``num_workers = 2`` as the only binding of the name in the nearest
-    scope that binds it; several bindings (``if args.x: num_workers = 4``)
-    leave the count unknown."""
-    scope = enclosing_scope(at)
-    for candidate in (scope, module) if scope is not module else (module,):
-        bindings = _assignments(candidate).get(name)
-        if bindings:
-            value = bindings[0][1]
-            if len(bindings) == 1 and isinstance(value, ast.Constant):
-                return value
-            return None
-    return None
 
 
 def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
@@ -110,27 +96,6 @@ def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
         else:
             arguments[kw.arg] = kw.value
     return arguments, has_splat
-
-
-def _assignments(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
-    """``name = value`` bindings of a scope (not of nested functions), by
-    name; built once per scope and kept on the scope node."""
-    table: dict[str, list[tuple[int, ast.expr]]] | None = getattr(scope, "_tt_assigns", None)
-    if table is None:
-        table = {}
-        for node in walk_scope(scope):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        table.setdefault(target.id, []).append((node.lineno, node.value))
-            elif (
-                isinstance(node, (ast.AnnAssign, ast.NamedExpr))
-                and isinstance(node.target, ast.Name)
-                and node.value is not None
-            ):
-                table.setdefault(node.target.id, []).append((node.lineno, node.value))
-        setattr(scope, "_tt_assigns", table)  # noqa: B010 - ast nodes take attributes
-    return table
 
 
 def find_dataloaders(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -318,6 +319,35 @@ def _record_call_mutation(call: ast.Call, mutations: defaultdict[str, list[Pos]]
             root = _root_name(kw.value)
             if root is not None:
                 mutations[root].append(_pos(call))
+
+
+def scope_table(scope: ast.AST) -> ScopeTable:
+    """The bindings and in-place changes of every name of ``scope`` (not of
+    nested functions). Not kept on the node: the table points back at the
+    tree's nodes, and a cycle would keep the tree alive (``TensorFacts``
+    caches them per module)."""
+    return _collect(scope)
+
+
+def single_literal(
+    name: str,
+    at: ast.AST,
+    module: ast.Module,
+    table: Callable[[ast.AST], ScopeTable] = scope_table,
+) -> ast.Constant | None:
+    """The literal ``name`` holds at ``at`` when it is the name's only
+    binding in the nearest scope that binds it, else the module's
+    (``n = 2`` ... ``num_workers=n``). Bound more than once (``if args.x:
+    n = 4``), or otherwise (a parameter, a loop, an import): None."""
+    scope = enclosing_scope(at)
+    for candidate in (scope, module) if scope is not module else (module,):
+        bindings = table(candidate).bindings.get(name)
+        if bindings:
+            value = bindings[0].value
+            if len(bindings) == 1 and isinstance(value, ast.Constant):
+                return value
+            return None
+    return None
 
 
 class TensorFacts:

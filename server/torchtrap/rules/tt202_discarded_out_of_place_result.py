@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope, parent
-from torchtrap.facts.tensors import ELEMENTWISE, TensorFacts, words
+from torchtrap.facts.tensors import ELEMENTWISE, words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -160,11 +160,8 @@ class DiscardedOutOfPlaceResult(Rule):
         "was; `x.clamp_(min=1e-4)` changes it."
     )
     requires_text = ("torch",)
-    tensors: TensorFacts
 
     def check(self) -> Iterable[Finding]:
-        # The value layer's: a parameter its project callers pass a DataLoader is one.
-        self.tensors = self.ctx.values.tensors
         imports = self.ctx.facts.imports
         for stmt in self.ctx.facts.index.of(ast.Expr):
             call = stmt.value
@@ -282,9 +279,7 @@ class DiscardedOutOfPlaceResult(Rule):
         tensor to an ``nn.Parameter`` attribute raises)."""
         if isinstance(target, ast.Name):
             scope = enclosing_scope(stmt)
-            if not isinstance(scope, ast.Module) and target.id not in (
-                self.tensors.table(scope).bindings
-            ):
+            if not isinstance(scope, ast.Module) and not self.ctx.values.binds(target.id, scope):
                 return None  # a global or closure name: assigning would make it local
             if not self._read_later(target.id, stmt):
                 return None  # the new value would be dead: only the in-place twin helps
@@ -320,13 +315,7 @@ class DiscardedOutOfPlaceResult(Rule):
         """``module.weight`` / ``self.w = nn.Parameter(...)``: an nn.Parameter."""
         if target.attr in ("weight", "bias"):
             return True
-        values = self.tensors.values_of(target, stmt) or []
-        return any(
-            isinstance(v, ast.Call)
-            and self.ctx.facts.imports.qualname(v.func)
-            in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-            for v, _ in values
-        )
+        return self.ctx.values.autograd.is_parameter(target, stmt, every=False)
 
     def _read_later(self, name: str, stmt: ast.stmt) -> bool:
         """Is ``name`` read after ``stmt`` (in its scope, or anywhere for a

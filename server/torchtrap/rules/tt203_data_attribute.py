@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import ImportTable, dotted_name
-from torchtrap.facts.index import enclosing_scope, enclosing_statement, parent, walk
+from torchtrap.facts.index import enclosing_statement, parent, walk
 from torchtrap.facts.init_code import in_init_code, on_fresh_module
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -85,7 +85,6 @@ class DataAttribute(Rule):
     requires_text = (".data",)
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = self.ctx.values.tensors
         self.autograd = self.ctx.values.autograd
         for node in self.ctx.facts.index.of(ast.Attribute):
             if node.attr != "data":
@@ -147,7 +146,7 @@ class DataAttribute(Rule):
         end = source.node_range(data).end
         fixes: list[Fix] = []
         target = stmt.targets[0] if len(stmt.targets) == 1 else None
-        if isinstance(target, ast.Name) and not self._mutated_after(target.id, stmt):
+        if isinstance(target, ast.Name) and not self.ctx.values.mutated_after(target.id, stmt):
             fixes.append(
                 Fix(
                     f"Use `{shown}.detach()`",
@@ -157,10 +156,6 @@ class DataAttribute(Rule):
             )
         message = f"`{shown}.data` detaches without autograd's checks; use `{shown}.detach()`"
         return self.finding(data, message, severity=Severity.HINT, fixes=fixes)
-
-    def _mutated_after(self, name: str, stmt: ast.stmt) -> bool:
-        table = self.tensors.table(enclosing_scope(stmt))
-        return any(p > (stmt.lineno, stmt.col_offset) for p in table.mutations.get(name, ()))
 
     def _no_grad_fix(self, data: ast.Attribute, stmt: ast.stmt) -> Fix | None:
         """``with torch.no_grad():`` around a one-line statement, ``.data``

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 
 from torchtrap.facts.guards import fallback_for
 from torchtrap.facts.index import ancestors
-from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Position, Range
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
@@ -73,11 +72,11 @@ class NonFullBackwardHook(Rule):
                 continue
             if fallback_for(call, NEW):
                 continue  # the old-torch path of `if hasattr(m, NEW): ... else: ...`
-            if self._not_a_module(func.value, call, self.ctx.values.tensors):
+            if self._not_a_module(func.value, call):
                 continue
             yield self._finding(call, func)
 
-    def _not_a_module(self, receiver: ast.expr, call: ast.Call, tensors: TensorFacts) -> bool:
+    def _not_a_module(self, receiver: ast.expr, call: ast.Call) -> bool:
         facts = self.ctx.facts
         if (
             isinstance(receiver, ast.Name)
@@ -96,7 +95,7 @@ class NonFullBackwardHook(Rule):
         qualname = facts.qualname(receiver)
         if qualname is not None:
             return not qualname.startswith("torch.")
-        values = tensors.values_of(receiver, call)
+        values = self.ctx.values.sources(receiver, call)
         if values:
             for value, _ in values:
                 local = facts.classes.class_of_call(value)

@@ -16,7 +16,7 @@ from torchtrap.facts.modules import (
     may_be_module,
 )
 from torchtrap.facts.remote import MESSAGE_LIMIT, REMOTE_ATTR, remote_node, remote_where
-from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS, TensorFacts
+from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
@@ -159,7 +159,6 @@ class MissingEval(Rule):
     requires_text = ("no_grad", "inference_mode", "set_grad_enabled")
 
     def check(self) -> Iterable[Finding]:
-        self.tensors = self.ctx.values.tensors
         self.models = self.ctx.values.models
         self.imports = self.ctx.facts.imports
         self._managed: dict[int, set[str]] = {}
@@ -461,7 +460,11 @@ class MissingEval(Rule):
     ) -> list[Fix]:
         source = self.ctx.source
         if isinstance(block, (ast.With, ast.AsyncWith)):
-            if isinstance(model, ast.Name) and not _bound_before(self.tensors, model, block):
+            if (
+                isinstance(model, ast.Name)
+                and enclosing_function(block) is not None
+                and not self.ctx.values.bound_before(model, block)
+            ):
                 return []
             anchor: ast.stmt = block
         elif isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1024,10 +1027,6 @@ def _local_names(function: Function) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
     return names
-
-
-def _bound_before(tensors: TensorFacts, model: ast.Name, block: ast.stmt) -> bool:
-    return tensors.reaching(model.id, block) is not None or enclosing_function(block) is None
 
 
 def _first_statement(function: Function) -> ast.stmt:

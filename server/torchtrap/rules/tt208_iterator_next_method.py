@@ -6,7 +6,6 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.guards import compatibility_guarded
-from torchtrap.facts.tensors import shadowed
 from torchtrap.findings import Applicability, Finding, Fix, Severity
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -89,7 +88,7 @@ class IteratorNextMethod(Rule):
             # Two mentions of a long receiver would push the message past 120 characters.
             shown = receiver if len(receiver) <= 16 and "\n" not in receiver else "it"
             fixes = []
-            if not shadowed(loaders.tensors, "next", call):
+            if not self.ctx.values.shadowed("next", call):
                 fixes.append(self._fix(call, receiver, shown))
             related = [
                 self.ctx.related(d.node, "the DataLoader this iterates over")

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from torchtrap.config import resolve_numpy_version
 from torchtrap.facts.guards import compatibility_guarded
 from torchtrap.facts.numpy_aliases import ALIASES, REMOVED_IN, Alias, numpy_alias
-from torchtrap.facts.tensors import TensorFacts, shadowed
 from torchtrap.findings import Applicability, Finding, Fix, Severity
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -82,7 +81,6 @@ class NumpyRemovedAlias(Rule):
         if not imports.imports_module("numpy"):
             return
         version = resolve_numpy_version(self.ctx.config, self.ctx.path)
-        tensors = self.ctx.values.tensors
         candidates = [
             node
             for node in self.ctx.facts.index.of(ast.Attribute)
@@ -101,7 +99,7 @@ class NumpyRemovedAlias(Rule):
                 and alias.removed_for(version)
                 and not compatibility_guarded(node)
             ):
-                yield self._finding(node, alias, tensors, version)
+                yield self._finding(node, alias, version)
         for imp in self.ctx.facts.index.of(ast.ImportFrom):
             if imp.module != "numpy" or imp.level or compatibility_guarded(imp, ("ImportError",)):
                 continue
@@ -134,7 +132,6 @@ class NumpyRemovedAlias(Rule):
         self,
         node: ast.Attribute,
         alias: Alias,
-        tensors: TensorFacts,
         version: tuple[int, ...] | None,
     ) -> Finding:
         shown = self.ctx.source.segment(self.ctx.range(node))
@@ -142,7 +139,7 @@ class NumpyRemovedAlias(Rule):
         # Before 1.24 the alias still works, with a DeprecationWarning.
         severity = Severity.WARNING if version and version < REMOVED_IN else None
         fixes = []
-        if not shadowed(tensors, alias.builtin, node):
+        if not self.ctx.values.shadowed(alias.builtin, node):
             fixes.append(
                 Fix(
                     f"Use the builtin `{alias.builtin}`",

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_scope, parent, walk, walk_scope
-from torchtrap.facts.tensors import TensorFacts
 from torchtrap.findings import Applicability, Finding, Fix, RelatedLocation
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -110,7 +109,7 @@ class LenLoaderAsSampleCount(Rule):
             numerator, node = division
             if loaders is None:
                 loaders = self.ctx.values.loaders
-            terms = self._accumulated(numerator, node, loaders.tensors)
+            terms = self._accumulated(numerator, node)
             if terms is None:
                 continue
             evidence = loaders.dataloader(call.args[0], call)
@@ -125,9 +124,7 @@ class LenLoaderAsSampleCount(Rule):
             yield self._finding(call, numerator, terms, evidence)
 
     # -- the numerator ------------------------------------------------------------
-    def _accumulated(
-        self, numerator: ast.expr, at: ast.AST, tensors: TensorFacts
-    ) -> list[ast.AST] | None:
+    def _accumulated(self, numerator: ast.expr, at: ast.AST) -> list[ast.AST] | None:
         """The ``+=`` statements that build the numerator when each adds a
         per-sample quantity inside a loop; None otherwise."""
         core = _core(numerator)
@@ -154,7 +151,7 @@ class LenLoaderAsSampleCount(Rule):
             if isinstance(node, ast.AugAssign) and target_of(node.target):
                 if not isinstance(node.op, ast.Add) or not _in_loop(node):
                     return None
-                if not self._per_sample(node.value, node, tensors, 0):
+                if not self._per_sample(node.value, node, 0):
                     return None
                 terms.append(node)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -173,7 +170,7 @@ class LenLoaderAsSampleCount(Rule):
                     and isinstance(value.op, ast.Add)
                     and target_of(value.left)
                     and _in_loop(node)
-                    and self._per_sample(value.right, node, tensors, 0)
+                    and self._per_sample(value.right, node, 0)
                 ):
                     terms.append(node)
                     continue
@@ -188,7 +185,7 @@ class LenLoaderAsSampleCount(Rule):
                 return None
         return terms or None
 
-    def _per_sample(self, value: ast.expr, at: ast.AST, tensors: TensorFacts, depth: int) -> bool:
+    def _per_sample(self, value: ast.expr, at: ast.AST, depth: int) -> bool:
         """A count of matching samples, a sum-reduced loss, or a batch mean
         times the batch size."""
         if depth > _MAX_DEPTH:
@@ -197,13 +194,13 @@ class LenLoaderAsSampleCount(Rule):
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
             return _batch_size(value.left) or _batch_size(value.right)
         if isinstance(value, ast.Name):
-            values = tensors.values_of(value, at)
+            values = self.ctx.values.sources(value, at)
             return bool(values) and all(
-                self._per_sample(v, where, tensors, depth + 1) for v, where in values or ()
+                self._per_sample(v, where, depth + 1) for v, where in values or ()
             )
         if not isinstance(value, ast.Call):
             return False
-        if _sum_reduced(value) or self._sum_reducing_callee(value, at, tensors):
+        if _sum_reduced(value) or self._sum_reducing_callee(value, at):
             return True
         func = value.func
         imports = self.ctx.facts.imports
@@ -215,11 +212,11 @@ class LenLoaderAsSampleCount(Rule):
             return not value.args and not value.keywords and _comparison(func.value, imports)
         return False
 
-    def _sum_reducing_callee(self, call: ast.Call, at: ast.AST, tensors: TensorFacts) -> bool:
+    def _sum_reducing_callee(self, call: ast.Call, at: ast.AST) -> bool:
         """``criterion(out, y)`` where ``criterion = nn.X(reduction="sum")``."""
         if not isinstance(call.func, (ast.Name, ast.Attribute)):
             return False
-        values = tensors.values_of(call.func, at)
+        values = self.ctx.values.sources(call.func, at)
         return bool(values) and all(
             isinstance(v, ast.Call) and _sum_reduced(v) for v, _ in values or ()
         )

@@ -47,6 +47,14 @@ value as seen at another node) and gets a :class:`Value`:
 ``ctx.values.parameter(name, at)``
     The function ``name`` is a parameter of when it still holds what the
     caller passed at ``at`` (no other binding reaches); else None.
+``ctx.values.sources(expr, at)``
+    The expressions written to a name or ``self.attr`` that reach ``at``
+    (for a rule that judges how a value was written, not what it holds);
+    None when unknown.
+``ctx.values.binds`` / ``bound_before`` / ``mutated_after`` / ``shadowed``
+    Names in scopes, for where a fix may go: the scope binds the name, a
+    binding comes before the use, an in-place change comes after it, a
+    builtin is rebound. Rules never read the binding tables themselves.
 ``ctx.values.autograd``
     Parameters, values in the autograd graph, tensors that do not require
     grad (:mod:`torchtrap.values.autograd`).

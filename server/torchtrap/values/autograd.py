@@ -54,24 +54,32 @@ class AutogradFacts:
     def under_no_grad(self, node: ast.AST) -> bool:
         return grad_off_context(node, self.imports) is not None
 
-    def is_parameter(self, expr: ast.expr, at: ast.AST) -> bool:
+    def is_parameter(self, expr: ast.expr, at: ast.AST, every: bool = True, depth: int = 0) -> bool:
         """``module.weight``/``.bias``, ``nn.Parameter(...)`` (also through a
-        name or ``self.attr``), a loop variable over ``.parameters()``."""
+        name or ``self.attr``), a loop variable over ``.parameters()``.
+        ``every=False``: on some path (``self.w`` an ``nn.Parameter`` in one
+        method, something else in another), for a fix that must not assign
+        a plain tensor to a parameter attribute."""
         if isinstance(expr, ast.Attribute) and expr.attr in ("weight", "bias"):
             return self._holds(expr.value, at, Kind.MODULE)
         if isinstance(expr, ast.Call):
             return self.imports.qualname(expr.func) in PARAMETER_CLASSES
+        if depth > _MAX_DEPTH:
+            return False  # `self.w = self.w`: a cycle is unknown
+        combine = all if every else any
         if isinstance(expr, ast.Name):
             reach = self.tensors.reaching(expr.id, at)
-            if reach is None or not reach.complete:
+            if reach is None or (every and not reach.complete):
                 return False
-            return all(
-                self._parameter_binding(b.value, b.loop_iter, b.path, b.stmt)
+            return combine(
+                self._parameter_binding(b.value, b.loop_iter, b.path, b.stmt, every, depth)
                 for b in reach.bindings
             )
         if isinstance(expr, ast.Attribute):
             values = self.tensors.values_of(expr, at)
-            return bool(values) and all(self.is_parameter(v, w) for v, w in values or ())
+            return bool(values) and combine(
+                self.is_parameter(v, w, every, depth + 1) for v, w in values or ()
+            )
         return False
 
     def _parameter_binding(
@@ -80,9 +88,11 @@ class AutogradFacts:
         loop_iter: ast.expr | None,
         path: tuple[int, ...],
         stmt: ast.AST,
+        every: bool = True,
+        depth: int = 0,
     ) -> bool:
         if value is not None:
-            return self.is_parameter(value, stmt)
+            return self.is_parameter(value, stmt, every, depth + 1)
         if loop_iter is not None:
             return parameter_loop(loop_iter, path, PARAMETER_ONLY_ITERATORS) is True
         return False

@@ -25,7 +25,13 @@ from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generato
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
-from torchtrap.facts.tensors import TENSOR_METHODS, Binding, TensorFacts
+from torchtrap.facts.tensors import (
+    TENSOR_METHODS,
+    Binding,
+    TensorFacts,
+    shadowed,
+    single_literal,
+)
 from torchtrap.facts.tensors import Kind as Marker
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
@@ -170,15 +176,10 @@ class Values:
             return Value(Kind.CONSTANT, constant=expr)
         if not isinstance(expr, ast.Name):
             return UNKNOWN
-        scope = enclosing_scope(at if at is not None else expr)
-        for candidate in (scope, self.tree) if scope is not self.tree else (self.tree,):
-            bindings = self.tensors.table(candidate).bindings.get(expr.id)
-            if bindings:
-                value = bindings[0].value
-                if len(bindings) == 1 and isinstance(value, ast.Constant):
-                    return Value(Kind.CONSTANT, constant=value)
-                return UNKNOWN
-        return UNKNOWN
+        literal = single_literal(
+            expr.id, at if at is not None else expr, self.tree, self.tensors.table
+        )
+        return Value(Kind.CONSTANT, constant=literal) if literal is not None else UNKNOWN
 
     def assigned(self, name: ast.Name, scope: ast.AST) -> ast.expr | None:
         """The value last assigned to ``name`` (``x = ...``, ``x: T = ...``,
@@ -216,6 +217,38 @@ class Values:
         if reach is None or any(b.stmt is not fn for b in reach.bindings):
             return None
         return fn
+
+    # -- names in scopes: where a fix may go, what was written ---------------------
+    def binds(self, name: str, scope: ast.AST) -> bool:
+        """``scope`` itself binds ``name`` (an assignment, a parameter, a loop
+        or ``with`` target, an import, a ``def``, ``global``): assigning to it
+        there does not make a new local."""
+        return bool(self.tensors.table(scope).bindings.get(name))
+
+    def shadowed(self, name: str, at: ast.AST) -> bool:
+        """The builtin ``name`` is rebound in a scope ``at`` sees (a
+        parameter called ``next``, ``from numpy import float``)."""
+        return shadowed(self.tensors, name, at)
+
+    def bound_before(self, name: ast.Name, at: ast.AST) -> bool:
+        """A binding of ``name`` in ``at``'s own scope comes before ``at``
+        (so a statement inserted before ``at`` sees the same value)."""
+        return self.tensors.reaching(name.id, at) is not None
+
+    def mutated_after(self, name: str, stmt: ast.stmt) -> bool:
+        """``name`` is changed in place after ``stmt`` in its scope
+        (``x += 1``, ``x.add_(...)``, ``out=x``)."""
+        table = self.tensors.table(enclosing_scope(stmt))
+        after = (stmt.lineno, stmt.col_offset)
+        return any(p > after for p in table.mutations.get(name, ()))
+
+    def sources(self, expr: ast.expr, at: ast.AST) -> list[tuple[ast.expr, ast.AST]] | None:
+        """The expressions written to a name or ``self.attr`` that may reach
+        ``at``, with where each is written: for a rule that judges how a
+        value was written (``n = (pred == y).sum()``), not what it holds
+        (ask :meth:`of`). None when unknown: a parameter, a loop target, a
+        binding that only some paths make, an outer scope."""
+        return self.tensors.values_of(expr, at)
 
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,

@@ -157,7 +157,7 @@ class Loaders:
             isinstance(func, ast.Name)
             and func.id == "iter"
             and len(value.args) == 1
-            and not self._shadowed("iter", value)
+            and not shadowed(self.tensors, "iter", value)
         ):
             return value.args[0]
         if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
@@ -415,9 +415,6 @@ class Loaders:
         if len(found) != 1 or not isinstance(found[0], _FUNCTIONS) or found[0].decorator_list:
             return None
         return found[0]
-
-    def _shadowed(self, name: str, at: ast.AST) -> bool:
-        return shadowed(self.tensors, name, at)
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
