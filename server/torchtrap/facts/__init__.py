@@ -9,6 +9,7 @@ from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers, find_dataloaders
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex
+from torchtrap.facts.tensors import ScopeTable, collect_scope
 
 __all__ = [
     "ClassInfo",
@@ -30,6 +31,16 @@ class ModuleFacts:
         (``check`` lints a file again with the project: same tree)."""
         self.tree = tree
         self.index = NodeIndex(tree) if index is None else index
+        self._scope_tables: dict[int, ScopeTable] = {}
+
+    def scope_table(self, scope: ast.AST) -> ScopeTable:
+        """The bindings of a scope of this tree, built once (the DataLoader
+        facts and the value layer share them)."""
+        key = id(scope)
+        table = self._scope_tables.get(key)
+        if table is None:
+            table = self._scope_tables[key] = collect_scope(scope)
+        return table
 
     @cached_property
     def imports(self) -> ImportTable:
@@ -41,7 +52,7 @@ class ModuleFacts:
 
     @cached_property
     def dataloaders(self) -> list[DataLoaderCall]:
-        return find_dataloaders(self.index, self.imports, self.classes)
+        return find_dataloaders(self.index, self.imports, self.classes, self.scope_table)
 
     @cached_property
     def calls_by_name(self) -> dict[str, list[ast.Call]]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
 from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import NodeIndex, enclosing_scope
-from torchtrap.facts.tensors import single_literal
+from torchtrap.facts.tensors import ScopeTable, single_literal
 
 DATALOADER = "torch.utils.data.DataLoader"
 _DATALOADER_BASES = frozenset({DATALOADER})
@@ -71,13 +72,17 @@ class DataLoaderCall:
 
 
 def _workers(
-    arguments: dict[str, ast.expr], has_splat: bool, call: ast.Call, module: ast.Module
+    arguments: dict[str, ast.expr],
+    has_splat: bool,
+    call: ast.Call,
+    module: ast.Module,
+    table: Callable[[ast.AST], ScopeTable],
 ) -> tuple[Workers, ast.expr | None]:
     expr = arguments.get("num_workers")
     if expr is None:
         return (Workers.MAYBE if has_splat else Workers.NONE), None
     if isinstance(expr, ast.Name):
-        expr = single_literal(expr.id, call, module) or expr
+        expr = single_literal(expr.id, call, module, table) or expr
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return (Workers.SOME if expr.value > 0 else Workers.NONE), expr
     return Workers.MAYBE, expr
@@ -99,7 +104,10 @@ def bind_arguments(call: ast.Call) -> tuple[dict[str, ast.expr], bool]:
 
 
 def find_dataloaders(
-    index: NodeIndex, imports: ImportTable, classes: ClassTable
+    index: NodeIndex,
+    imports: ImportTable,
+    classes: ClassTable,
+    table: Callable[[ast.AST], ScopeTable],
 ) -> list[DataLoaderCall]:
     # Without any torch import, `torch.utils.data.DataLoader` spelled out is
     # still torch (ImportTable.qualname): the loop below only looks at calls
@@ -129,7 +137,7 @@ def find_dataloaders(
         ):
             continue
         arguments, has_splat = bind_arguments(call)
-        workers, workers_expr = _workers(arguments, has_splat, call, index.tree)
+        workers, workers_expr = _workers(arguments, has_splat, call, index.tree, table)
         dataset_expr = arguments.get("dataset")
         dataset_class = None
         class_name = None

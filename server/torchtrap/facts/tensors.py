@@ -246,7 +246,11 @@ _BINDS_NOTHING = frozenset(
 )
 
 
-def _collect(scope: ast.AST) -> ScopeTable:
+def collect_scope(scope: ast.AST) -> ScopeTable:
+    """The bindings and in-place changes of every name of ``scope`` (not of
+    nested functions). Callers ask ``ModuleFacts.scope_table``, which keeps
+    one per scope (not on the node: the table points back at the tree, and
+    a cycle would keep it alive)."""
     bindings: defaultdict[str, list[Binding]] = defaultdict(list)
     mutations: defaultdict[str, list[Pos]] = defaultdict(list)
 
@@ -321,19 +325,8 @@ def _record_call_mutation(call: ast.Call, mutations: defaultdict[str, list[Pos]]
                 mutations[root].append(_pos(call))
 
 
-def scope_table(scope: ast.AST) -> ScopeTable:
-    """The bindings and in-place changes of every name of ``scope`` (not of
-    nested functions). Not kept on the node: the table points back at the
-    tree's nodes, and a cycle would keep the tree alive (``TensorFacts``
-    caches them per module)."""
-    return _collect(scope)
-
-
 def single_literal(
-    name: str,
-    at: ast.AST,
-    module: ast.Module,
-    table: Callable[[ast.AST], ScopeTable] = scope_table,
+    name: str, at: ast.AST, module: ast.Module, table: Callable[[ast.AST], ScopeTable]
 ) -> ast.Constant | None:
     """The literal ``name`` holds at ``at`` when it is the name's only
     binding in the nearest scope that binds it, else the module's
@@ -358,15 +351,11 @@ class TensorFacts:
         self.imports = facts.imports
         self.classes = facts.classes
         self.tree = facts.tree
-        self._tables: dict[int, ScopeTable] = {}
         self._self_attrs: dict[int, dict[str, list[ast.expr | Kind]]] = {}
 
     # -- bindings -------------------------------------------------------------
     def table(self, scope: ast.AST) -> ScopeTable:
-        key = id(scope)
-        if key not in self._tables:
-            self._tables[key] = _collect(scope)
-        return self._tables[key]
+        return self.facts.scope_table(scope)
 
     def reaching(self, name: str, at: ast.AST) -> Reach | None:
         """Bindings of ``name`` in ``at``'s own scope that may reach ``at``:
