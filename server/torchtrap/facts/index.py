@@ -10,6 +10,7 @@ import ast
 import weakref
 from collections import deque
 from collections.abc import Iterator
+from itertools import chain
 from typing import TypeVar
 
 N = TypeVar("N", bound=ast.AST)
@@ -129,10 +130,33 @@ class NodeIndex:
                     push(value)
         self._by_type = by_type
         self.tree = tree
+        self._names: dict[str, list[ast.Name]] | None = None
+        self._attributes: dict[str, list[ast.Attribute]] | None = None
 
     def of(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
         return self._by_type.get(node_type, [])  # type: ignore[return-value]
+
+    def names(self, name: str) -> list[ast.Name]:
+        """Every ``ast.Name`` spelled ``name``, in source order. Grouped once
+        per module: call sites and later reads are asked about per function,
+        and a scan of every name per question made a 5,000-line lint 20%
+        slower."""
+        if self._names is None:
+            groups: dict[str, list[ast.Name]] = {}
+            for node in self.of(ast.Name):
+                groups.setdefault(node.id, []).append(node)
+            self._names = groups
+        return self._names.get(name, [])
+
+    def attributes(self, attr: str) -> list[ast.Attribute]:
+        """Every ``ast.Attribute`` ``<x>.attr``, in source order (grouped once)."""
+        if self._attributes is None:
+            groups: dict[str, list[ast.Attribute]] = {}
+            for node in self.of(ast.Attribute):
+                groups.setdefault(node.attr, []).append(node)
+            self._attributes = groups
+        return self._attributes.get(attr, [])
 
     def of_types(self, *types: type[ast.AST]) -> Iterator[ast.AST]:
         for node_type in types:
@@ -196,11 +220,36 @@ def _children(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+# Functions and classes walked more than once keep their descendants.
+_KEPT_WALKS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_WALKED = "_tt_walked"
+_WALK_NODES = "_tt_walk_nodes"
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk`` (``node`` and its descendants, breadth first, in the same
     order) without the contexts and operators (``Load``, ``Add``: leaves no
     rule looks at). Three times faster: a field table per node type instead
-    of ``ast.iter_child_nodes``'s generator per node."""
+    of ``ast.iter_child_nodes``'s generator per node. A function or class
+    walked a second time keeps its descendants (without itself: no cycle):
+    the Dataset facts and five rules walk the same methods, a fifth of a
+    5,000-line lint; one walked once builds no list."""
+    if node.__class__ not in _KEPT_WALKS:
+        return _walk(node)
+    kept: dict[str, object] = node.__dict__
+    nodes: list[ast.AST] | None = kept.get(_WALK_NODES)  # type: ignore[assignment]
+    if nodes is None:
+        if _WALKED not in kept:
+            setattr(node, _WALKED, True)
+            return _walk(node)
+        walked = _walk(node)
+        next(walked)
+        nodes = list(walked)
+        setattr(node, _WALK_NODES, nodes)
+    return chain((node,), nodes)
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
     todo = deque([node])
     popleft, extend = todo.popleft, todo.extend
     while todo:

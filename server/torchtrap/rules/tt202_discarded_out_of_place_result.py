@@ -322,8 +322,8 @@ class DiscardedOutOfPlaceResult(Rule):
         module-level name)?"""
         scope = enclosing_scope(stmt)
         after = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-        for node in self.ctx.facts.index.of(ast.Name):
-            if node.id != name or not isinstance(node.ctx, ast.Load):
+        for node in self.ctx.facts.index.names(name):
+            if not isinstance(node.ctx, ast.Load):
                 continue
             if isinstance(scope, ast.Module):
                 if enclosing_scope(node) is not scope or (node.lineno, node.col_offset) > after:

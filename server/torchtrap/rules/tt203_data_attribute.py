@@ -86,9 +86,7 @@ class DataAttribute(Rule):
 
     def check(self) -> Iterable[Finding]:
         self.autograd = self.ctx.values.autograd
-        for node in self.ctx.facts.index.of(ast.Attribute):
-            if node.attr != "data":
-                continue
+        for node in self.ctx.facts.index.attributes("data"):
             finding = self._check_data(node)
             if finding is not None:
                 yield finding

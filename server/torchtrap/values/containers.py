@@ -88,8 +88,8 @@ def appended(
     scope = enclosing_scope(binding)
     use_pos = _pos(use) if use is not None else (1 << 30, 0)
     items: list[tuple[ast.expr, ast.stmt]] = []
-    for node in index.of(ast.Name):
-        if node.id != name or node is binding.targets[0]:
+    for node in index.names(name):
+        if node is binding.targets[0]:
             continue
         if enclosing_scope(node) is not scope:
             return None  # a closure or another function's name: not followed

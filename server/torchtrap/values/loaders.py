@@ -372,8 +372,8 @@ class Loaders:
         name = getattr(function, "name", "")
         calls: list[ast.Call] = []
         if isinstance(owner, ast.Module):
-            for node in self.facts.index.of(ast.Name):
-                if node.id != name or not isinstance(node.ctx, ast.Load):
+            for node in self.facts.index.names(name):
+                if not isinstance(node.ctx, ast.Load):
                     continue
                 call = parent(node)
                 if not (isinstance(call, ast.Call) and call.func is node):
@@ -393,9 +393,7 @@ class Loaders:
             ]
             if others:
                 return None  # another class's method of that name
-            for attribute in self.facts.index.of(ast.Attribute):
-                if attribute.attr != name:
-                    continue
+            for attribute in self.facts.index.attributes(name):
                 call = parent(attribute)
                 if not (isinstance(call, ast.Call) and call.func is attribute):
                     return None

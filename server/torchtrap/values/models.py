@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.datasets import self_attribute
 from torchtrap.facts.index import enclosing_function, walk
 from torchtrap.facts.modules import (
     FUNCTIONAL_DROPOUT,
@@ -56,7 +57,6 @@ class ModelFacts:
         self.imports = tensors.imports
         self.classes = tensors.classes
         self._layers: dict[str, list[ast.AST]] = {}
-        self._calls_by_name: dict[str, list[ast.Call]] | None = None
         self._relative: set[str] | None = None
 
     @property
@@ -181,32 +181,21 @@ class ModelFacts:
 
         Extension point for a project index: calls from other files.
         """
-        if self._calls_by_name is None:
-            by_name: dict[str, list[ast.Call]] = {}
-            for call in self.facts.index.of(ast.Call):
-                func = call.func
-                if isinstance(func, ast.Name):
-                    by_name.setdefault(func.id, []).append(call)
-                elif (
-                    isinstance(func, ast.Attribute)
-                    and isinstance(func.value, ast.Name)
-                    and func.value.id == "self"
-                ):
-                    by_name.setdefault("self." + func.attr, []).append(call)
-            self._calls_by_name = by_name
+        by_name = self.facts.calls_by_name
         owner = enclosing_function(function)
         scope_parent = parent_class(function)
         if scope_parent is not None:
-            key = "self." + function.name
             calls = [
-                c for c in self._calls_by_name.get(key, ()) if parent_class_of(c) is scope_parent
+                c
+                for c in by_name.get(function.name, ())
+                if self_attribute(c.func, "self") and parent_class_of(c) is scope_parent
             ]
         elif owner is None:
-            calls = list(self._calls_by_name.get(function.name, ()))
+            calls = [c for c in by_name.get(function.name, ()) if isinstance(c.func, ast.Name)]
         else:
             calls = [
                 c
-                for c in self._calls_by_name.get(function.name, ())
-                if enclosing_function(c) is owner
+                for c in by_name.get(function.name, ())
+                if isinstance(c.func, ast.Name) and enclosing_function(c) is owner
             ]
         return [CallSite(c, enclosing_function(c)) for c in calls if c is not function]
