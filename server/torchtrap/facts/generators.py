@@ -1,4 +1,4 @@
-"""Random generator constructors: the one table of what builds a generator.
+"""Random generators: the one table of what builds one, and how code uses one.
 
 ``np.random.default_rng(0)``, ``np.random.RandomState(0)``,
 ``np.random.Generator(bitgen)``, ``random.Random(0)``, ``torch.Generator()``
@@ -8,6 +8,10 @@ The value layer (:mod:`torchtrap.values.evaluate`) gives such a call a
 """
 
 from __future__ import annotations
+
+import ast
+
+from torchtrap.facts.index import parent
 
 # qualname -> the generator family (what a rule names in its message).
 CONSTRUCTORS: dict[str, str] = {
@@ -27,3 +31,58 @@ SELF_RETURNING = frozenset({"manual_seed"})
 def generator_family(qualname: str | None) -> str | None:
     """The family a call of ``qualname`` builds a generator of; None: not a constructor."""
     return CONSTRUCTORS.get(qualname or "")
+
+
+# Methods that re-seed a generator in place (a fresh state: not a draw).
+RESEED_METHODS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
+# Methods and builtins that look at a generator without drawing from it.
+INSPECT_METHODS = frozenset({"get_state", "getstate", "initial_seed", "__getstate__", "__repr__"})
+INSPECT_BUILTINS = frozenset({"isinstance", "print", "id", "type", "repr", "str", "hasattr"})
+
+
+def generator_use(node: ast.Attribute) -> str | None:
+    """How code uses ``self.rng`` (``node``): "draw", "reseed", or None for
+    looking at it (``self.rng is None``, ``print(self.rng)``)."""
+    top: ast.expr = node
+    up = parent(top)
+    while isinstance(up, ast.Attribute) and up.value is top:
+        top = up
+        up = parent(top)
+    if top is not node and isinstance(top, ast.Attribute) and isinstance(top.ctx, ast.Store):
+        return "reseed"  # self.rng.bit_generator.state = ...
+    if isinstance(up, ast.Call) and up.func is top:
+        method = top.attr if top is not node and isinstance(top, ast.Attribute) else ""
+        if method in RESEED_METHODS:
+            return "reseed"
+        if method in INSPECT_METHODS:
+            return None
+        return "draw"
+    if isinstance(up, ast.Call):  # passed along: generator=self.g, augment(x, self.rng)
+        if isinstance(up.func, ast.Name) and up.func.id in INSPECT_BUILTINS:
+            return None
+        return "draw"
+    if isinstance(up, ast.keyword):
+        call = parent(up)
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in INSPECT_BUILTINS
+        ):
+            return None
+        return "draw"
+    if isinstance(up, (ast.Assign, ast.NamedExpr, ast.withitem, ast.Return, ast.Yield)):
+        return "draw"  # an alias: `rng = self.rng` and then `rng.random()`
+    return None
+
+
+def setattr_name(call: ast.Call) -> str | None:
+    """ "rng" for ``setattr(x, "rng", value)``."""
+    if (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "setattr"
+        and len(call.args) >= 2
+        and isinstance(call.args[1], ast.Constant)
+        and isinstance(call.args[1].value, str)
+    ):
+        return call.args[1].value
+    return None

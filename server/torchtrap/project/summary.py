@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.devices import Cuda, literal_cuda
+from torchtrap.facts.generators import RESEED_METHODS, setattr_name
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import block_statements, parent, walk
 from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
@@ -877,9 +878,6 @@ def _names_tensor(annotation: ast.expr, imports: ImportTable) -> bool:
     return imports.qualname(annotation) in TENSOR_ANNOTATIONS
 
 
-_RESEED = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
-
-
 def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """The attributes a possible worker_init_fn re-creates or re-seeds on
     ``<x>.dataset.<attr>`` (or ``setattr(<x>, "attr", ...)``), and as
@@ -893,7 +891,7 @@ def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[st
             func = node.func
             if (
                 isinstance(func, ast.Attribute)
-                and func.attr in _RESEED
+                and func.attr in RESEED_METHODS
                 and isinstance(func.value, ast.Attribute)
                 and _on_dataset(func.value.value)
             ):
@@ -902,14 +900,8 @@ def _worker_init_effects(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[st
                 # `info.dataset.init_worker()`: the dataset's own method runs in
                 # the worker; recorded as "init_worker()" for the rules to read.
                 rebuilt.append(f"{func.attr}()")
-            elif (
-                isinstance(func, ast.Name)
-                and func.id == "setattr"
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            ):
-                rebuilt.append(node.args[1].value)
+            elif (name := setattr_name(node)) is not None:
+                rebuilt.append(name)
     return tuple(dict.fromkeys(rebuilt))
 
 

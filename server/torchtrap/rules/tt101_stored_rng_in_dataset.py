@@ -16,8 +16,8 @@ from torchtrap.facts.datasets import (
     self_stores,
     worker_count,
 )
-from torchtrap.facts.generators import CONSTRUCTORS
-from torchtrap.facts.index import enclosing_function, parent, walk
+from torchtrap.facts.generators import CONSTRUCTORS, generator_use, setattr_name
+from torchtrap.facts.index import enclosing_function, walk
 from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
 from torchtrap.findings import Edit, Finding, Fix, RelatedLocation, Severity
 from torchtrap.fixes.names import ModuleNames
@@ -31,9 +31,8 @@ from torchtrap.values.datasets import (
     LoaderStatus,
     judge,
     related_message,
-    resolve_function,
 )
-from torchtrap.values.remote import remote_fact, remote_uses
+from torchtrap.values.remote import remote_uses
 
 
 # The generator families of the value layer (torchtrap.facts.generators).
@@ -43,12 +42,6 @@ class Kind(enum.Enum):
     PY_RANDOM = "random.Random"
     TORCH = "torch.Generator"
 
-
-# Methods that re-seed a generator in place (a fresh state: not a draw).
-RESEED_METHODS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
-# Methods and builtins that look at a generator without drawing from it.
-INSPECT_METHODS = frozenset({"get_state", "getstate", "initial_seed", "__getstate__", "__repr__"})
-INSPECT_BUILTINS = frozenset({"isinstance", "print", "id", "type", "repr", "str", "hasattr"})
 
 SAME = "all draw the same numbers"
 # Under spawn/forkserver (the default on Windows, macOS and Python >= 3.14)
@@ -80,41 +73,6 @@ def stored_generator(value: ast.expr, rule: Rule) -> tuple[Kind, ast.Call, str] 
     if enclosing_function(gen.ctor) is not enclosing_function(value):
         return None
     return Kind(gen.family), gen.ctor, rule.ctx.source.segment(rule.ctx.range(gen.ctor.func))
-
-
-def generator_use(node: ast.Attribute) -> str | None:
-    """How code uses ``self.rng`` (``node``): "draw", "reseed", or None for
-    looking at it (``self.rng is None``, ``print(self.rng)``)."""
-    top: ast.expr = node
-    up = parent(top)
-    while isinstance(up, ast.Attribute) and up.value is top:
-        top = up
-        up = parent(top)
-    if top is not node and isinstance(top, ast.Attribute) and isinstance(top.ctx, ast.Store):
-        return "reseed"  # self.rng.bit_generator.state = ...
-    if isinstance(up, ast.Call) and up.func is top:
-        method = top.attr if top is not node and isinstance(top, ast.Attribute) else ""
-        if method in RESEED_METHODS:
-            return "reseed"
-        if method in INSPECT_METHODS:
-            return None
-        return "draw"
-    if isinstance(up, ast.Call):  # passed along: generator=self.g, augment(x, self.rng)
-        if isinstance(up.func, ast.Name) and up.func.id in INSPECT_BUILTINS:
-            return None
-        return "draw"
-    if isinstance(up, ast.keyword):
-        call = parent(up)
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name)
-            and call.func.id in INSPECT_BUILTINS
-        ):
-            return None
-        return "draw"
-    if isinstance(up, (ast.Assign, ast.NamedExpr, ast.withitem, ast.Return, ast.Yield)):
-        return "draw"  # an alias: `rng = self.rng` and then `rng.random()`
-    return None
 
 
 class StoredRngInDataset(Rule):
@@ -272,7 +230,7 @@ class StoredRngInDataset(Rule):
                         elif use == "reseed":
                             rebuilt.add(used)
                 elif isinstance(node, ast.Call):
-                    name = _setattr_name(node)
+                    name = setattr_name(node)
                     if name is not None and name in stored:
                         rebuilt.add(name)
         for attr, item in sorted(stored.items(), key=lambda kv: kv[1].stmt.lineno):
@@ -294,37 +252,10 @@ class StoredRngInDataset(Rule):
             and persistent is True
         ):
             return LoaderStatus.IGNORED  # one worker that lives across epochs: one stream
-        init = loader.argument("worker_init_fn")
-        if init is None:
-            return LoaderStatus.COUNTS
-        if is_remote(loader):
-            return self._remote_status(loader, attr, datasets, view)
-        fn = resolve_function(init, datasets, view)
-        if fn is None:
-            return LoaderStatus.UNCERTAIN
-        if _rebuilds(fn, attr, datasets, view, 0):
-            return LoaderStatus.IGNORED
-        return LoaderStatus.COUNTS
-
-    def _remote_status(
-        self, loader: DataLoaderCall, attr: str, datasets: DatasetFacts, view: DatasetView
-    ) -> LoaderStatus:
-        """A worker_init_fn in another file's DataLoader: ignored when the
-        index shows it re-creates or re-seeds ``<x>.dataset.<attr>``, or calls
-        a method of the dataset that does (the generator is then made in each
-        worker); a function that only seeds the global generators does not count."""
-        project = self.ctx.project
-        found = remote_fact(loader, project) if project is not None else None
-        fn = project.function(found[1]) if project is not None and found and found[1] else None
-        if fn is None:
-            return LoaderStatus.UNCERTAIN
-        if attr in fn.rebuilds:
-            return LoaderStatus.IGNORED
-        for entry in fn.rebuilds:
-            method = view.methods.get(entry[:-2]) if entry.endswith("()") else None
-            if method is not None and _rebuilds(method, attr, datasets, view, 1):
-                return LoaderStatus.IGNORED
-        return LoaderStatus.COUNTS
+        resets = self.ctx.values.worker_init_resets(loader, attr, view)
+        if resets is None:
+            return LoaderStatus.UNCERTAIN  # a worker_init_fn we cannot read may fix it
+        return LoaderStatus.IGNORED if resets else LoaderStatus.COUNTS
 
     # -- reporting -----------------------------------------------------------
     def _finding(
@@ -426,49 +357,6 @@ def copies_message(what: str, loaders: list[DataLoaderCall]) -> str:
 def loader_init_text(loader: DataLoaderCall) -> str:
     init = loader.argument("worker_init_fn")
     return ast.unparse(init) if init is not None else ""
-
-
-def _setattr_name(call: ast.Call) -> str | None:
-    """ "rng" for ``setattr(x, "rng", value)``."""
-    if (
-        isinstance(call.func, ast.Name)
-        and call.func.id == "setattr"
-        and len(call.args) >= 2
-        and isinstance(call.args[1], ast.Constant)
-        and isinstance(call.args[1].value, str)
-    ):
-        return call.args[1].value
-    return None
-
-
-def _rebuilds(
-    fn: ast.AST, attr: str, datasets: DatasetFacts, view: DatasetView, depth: int
-) -> bool:
-    """Whether a worker_init_fn (or what it calls, two levels deep)
-    re-creates or re-seeds ``<anything>.attr``: ``info.dataset.rng = ...``,
-    ``setattr(ds, "rng", ...)``, ``ds.rng.seed(...)``, or a dataset method
-    that does ``self.rng = ...``."""
-    for node in walk(fn):
-        if isinstance(node, ast.Attribute) and node.attr == attr:
-            if isinstance(node.ctx, ast.Store) or generator_use(node) == "reseed":
-                return True
-        elif isinstance(node, ast.Call):
-            if _setattr_name(node) == attr:
-                return True
-            if depth >= 2:
-                continue
-            target: ast.AST | None = None
-            if isinstance(node.func, ast.Attribute) and node.func.attr in view.methods:
-                target = view.methods[node.func.attr]
-            elif isinstance(node.func, ast.Name):
-                target = resolve_function(node.func, datasets, view)
-            if (
-                target is not None
-                and target is not fn
-                and _rebuilds(target, attr, datasets, view, depth + 1)
-            ):
-                return True
-    return False
 
 
 def _rebuildable(stored: Stored) -> bool:

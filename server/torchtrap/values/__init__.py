@@ -55,6 +55,11 @@ value as seen at another node) and gets a :class:`Value`:
     Names in scopes, for where a fix may go: the scope binds the name, a
     binding comes before the use, an in-place change comes after it, a
     builtin is rebound. Rules never read the binding tables themselves.
+``ctx.values.worker_init_resets(loader, attr, view)``
+    Whether a DataLoader's ``worker_init_fn`` re-creates or re-seeds
+    ``<x>.attr`` in each worker, read through its calls (three deep) or, for
+    another file's DataLoader, its summary; None when it cannot be read
+    (:mod:`torchtrap.values.worker_init`).
 ``ctx.values.autograd``
     Parameters, values in the autograd graph, tensors that do not require
     grad (:mod:`torchtrap.values.autograd`).

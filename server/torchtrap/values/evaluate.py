@@ -35,6 +35,7 @@ from torchtrap.facts.tensors import (
 from torchtrap.facts.tensors import Kind as Marker
 from torchtrap.project.index import location
 from torchtrap.values import tensor_ops as ops
+from torchtrap.values import worker_init
 from torchtrap.values.containers import constant_index, item_at, list_items
 from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
@@ -55,6 +56,8 @@ from torchtrap.values.models import ModelFacts
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
+    from torchtrap.facts.dataloaders import DataLoaderCall
+    from torchtrap.facts.datasets import DatasetView
     from torchtrap.project.index import Project
     from torchtrap.values.autograd import AutogradFacts
     from torchtrap.values.loops import LoopFacts
@@ -217,6 +220,14 @@ class Values:
         if reach is None or any(b.stmt is not fn for b in reach.bindings):
             return None
         return fn
+
+    def worker_init_resets(
+        self, loader: DataLoaderCall, attr: str, view: DatasetView
+    ) -> bool | None:
+        """Whether ``loader``'s worker_init_fn re-creates or re-seeds
+        ``<x>.attr`` in each worker; None for one that cannot be read
+        (:mod:`torchtrap.values.worker_init`)."""
+        return worker_init.resets(loader, attr, self.datasets, view, lambda: self.project)
 
     # -- names in scopes: where a fix may go, what was written ---------------------
     def binds(self, name: str, scope: ast.AST) -> bool:
