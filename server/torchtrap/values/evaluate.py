@@ -41,6 +41,7 @@ from torchtrap.values.datasets import DatasetFacts
 from torchtrap.values.devices import device_cuda
 from torchtrap.values.kinds import batches_of, parameter_loop, qualname_kind, tensor_annotation
 from torchtrap.values.loaders import LoaderEvidence, Loaders
+from torchtrap.values.memo import DepthMemo
 from torchtrap.values.model import (
     UNKNOWN,
     Certainty,
@@ -97,7 +98,7 @@ class Values:
         self.tree = ctx.tree
         self.imports = ctx.facts.imports
         self.tensors = TensorFacts(ctx.facts)
-        self._memo: dict[tuple[int, int], Value] = {}
+        self._memo: DepthMemo[Value] = DepthMemo(_MAX_DEPTH, UNKNOWN)
         self._names: set[str] | None = None
         self._loaders: Loaders | None = None
         self._models: ModelFacts | None = None
@@ -268,14 +269,9 @@ class Values:
 
     # -- evaluation --------------------------------------------------------------
     def _eval(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
-        if depth > _MAX_DEPTH:
-            return UNKNOWN
-        key = (id(expr), id(at))
-        known = self._memo.get(key)
-        if known is None:
-            self._memo[key] = UNKNOWN  # a cycle through the same node is unknown
-            known = self._memo[key] = self._eval_node(expr, at, depth)
-        return known
+        # Memoised so that no answer depends on the questions asked before
+        # (:mod:`torchtrap.values.memo`); a cycle through a node is UNKNOWN.
+        return self._memo.answer((id(expr), id(at)), depth, self._eval_node, expr, at, depth)
 
     def _eval_node(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
         if isinstance(expr, ast.Call):

@@ -33,6 +33,7 @@ from torchtrap.facts.tensors import (
     shadowed,
 )
 from torchtrap.values.containers import appended_before, item_at
+from torchtrap.values.memo import DepthMemo
 
 if TYPE_CHECKING:
     from torchtrap.facts import ModuleFacts
@@ -66,9 +67,9 @@ class Loaders:
         self.imports = facts.imports
         self.tensors = tensors or TensorFacts(facts)
         self._calls = {id(d.node): d for d in facts.dataloaders}
-        # Answers by (expression, place, question); None while being worked
-        # out, so a cycle (a recursive function's parameter) ends as unknown.
-        self._memo: dict[tuple[int, int, str], LoaderEvidence | None] = {}
+        # Answers by (expression, place, question); a cycle (a recursive
+        # function's parameter) ends as unknown (None).
+        self._memo: DepthMemo[LoaderEvidence | None] = DepthMemo(_MAX_DEPTH, None)
 
     # -- DataLoaders --------------------------------------------------------------
     def dataloader(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> LoaderEvidence | None:
@@ -184,15 +185,8 @@ class Loaders:
     def _resolve(
         self, expr: ast.expr, at: ast.AST, depth: int, judge: _Judge, recurse: _Judge
     ) -> LoaderEvidence | None:
-        if depth > _MAX_DEPTH:
-            return None
         key = (id(expr), id(at), getattr(recurse, "__name__", ""))
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = None
-        found = self._resolve_once(expr, at, depth, judge, recurse)
-        self._memo[key] = found
-        return found
+        return self._memo.answer(key, depth, self._resolve_once, expr, at, depth, judge, recurse)
 
     def _resolve_once(
         self, expr: ast.expr, at: ast.AST, depth: int, judge: _Judge, recurse: _Judge

@@ -69,10 +69,10 @@ def _remote(
     unknown = False
     for entry in fn.rebuilds:
         method = view.methods.get(entry[:-2]) if entry.endswith("()") else None
-        found = _rebuilds(method, attr, datasets, view, 1) if method is not None else False
-        if found:
+        rebuilt = _rebuilds(method, attr, datasets, view, 1) if method is not None else False
+        if rebuilt:
             return True
-        unknown = unknown or found is None
+        unknown = unknown or rebuilt is None
     return None if unknown else False
 
 
