@@ -143,24 +143,26 @@ class NodeIndex:
         and a scan of every name per question made a 5,000-line lint 20%
         slower."""
         if self._names is None:
-            groups: dict[str, list[ast.Name]] = {}
-            for node in self.of(ast.Name):
-                groups.setdefault(node.id, []).append(node)
-            self._names = groups
+            self._names = _grouped(self.of(ast.Name), "id")
         return self._names.get(name, [])
 
     def attributes(self, attr: str) -> list[ast.Attribute]:
         """Every ``ast.Attribute`` ``<x>.attr``, in source order (grouped once)."""
         if self._attributes is None:
-            groups: dict[str, list[ast.Attribute]] = {}
-            for node in self.of(ast.Attribute):
-                groups.setdefault(node.attr, []).append(node)
-            self._attributes = groups
+            self._attributes = _grouped(self.of(ast.Attribute), "attr")
         return self._attributes.get(attr, [])
 
     def of_types(self, *types: type[ast.AST]) -> Iterator[ast.AST]:
         for node_type in types:
             yield from self._by_type.get(node_type, [])
+
+
+def _grouped(nodes: list[N], field: str) -> dict[str, list[N]]:
+    """``nodes`` by the string in ``field``, each group in source order."""
+    groups: dict[str, list[N]] = {}
+    for node in nodes:
+        groups.setdefault(getattr(node, field), []).append(node)
+    return groups
 
 
 def parent(node: ast.AST) -> ast.AST | None:
