@@ -200,3 +200,30 @@ def test_walk_and_walk_scope_match_the_standard_library_order() -> None:
             assert len(seen) == len(want) and all(a is b for a, b in zip(seen, want, strict=True))
             again = list(walk_scope(scope))  # listed once, kept on the scope
             assert len(again) == len(want) and all(a is b for a, b in zip(again, want, strict=True))
+        # A function or class walked a second time keeps its descendants:
+        # the first, second (kept then) and third (from the kept list) walks
+        # are ast.walk's order.
+        kept = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        for fn in (n for n in expected if isinstance(n, kept)):
+            want = [n for n in ast.walk(fn) if not isinstance(n, singletons)]
+            for _ in range(3):
+                seen = list(walk(fn))
+                assert len(seen) == len(want)
+                assert all(a is b for a, b in zip(seen, want, strict=True))
+
+
+def test_names_and_attributes_are_the_index_grouped() -> None:
+    """``NodeIndex.names(id)`` / ``.attributes(attr)``: the ``of(ast.Name)`` /
+    ``of(ast.Attribute)`` nodes with that spelling, in the same order."""
+    from pathlib import Path
+
+    from torchtrap.facts.index import NodeIndex
+
+    for path in Path(torchtrap.__file__).parent.rglob("*.py"):
+        index = NodeIndex(ast.parse(path.read_text(encoding="utf-8")))
+        names = index.of(ast.Name)
+        for spelling in {n.id for n in names} | {"no_such_name"}:
+            assert index.names(spelling) == [n for n in names if n.id == spelling]
+        attributes = index.of(ast.Attribute)
+        for spelling in {a.attr for a in attributes} | {"no_such_attr"}:
+            assert index.attributes(spelling) == [a for a in attributes if a.attr == spelling]
