@@ -323,6 +323,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         run_arguments(run)
         run.set_defaults(func=run_command)
 
+    graph = sub.add_parser(
+        "graph",
+        help="print the resolved call graph",
+        description="Print the call graph TorchTrap's core resolves for the files given.",
+    )
+    graph.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    graph.add_argument(
+        "--root", help="folder module names are relative to (default: the project root)"
+    )
+    graph.add_argument("--format", choices=("text", "json", "pycg"), default="text")
+    graph.set_defaults(func=cmd_graph)
+
     lsp = sub.add_parser(
         "lsp", help="run the language server", description="Language server (stdio)."
     )
@@ -338,7 +350,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-_COMMANDS = ("check", "clean", "rule", "probe", "run", "lsp")
+_COMMANDS = ("check", "clean", "rule", "probe", "run", "graph", "lsp")
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from torchtrap.core import analyse_paths, render
+    from torchtrap.project.layout import find_root
+
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        print(f"torchtrap: error: no such file or folder: {missing[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    root = args.root or str(find_root(Path(os.path.abspath(args.paths[0]))) or os.getcwd())
+    analysis = analyse_paths(args.paths, root)
+    show = {"pycg": render.pycg, "json": render.as_json, "text": render.text}[args.format]
+    print(show(analysis))
+    for path, reason in analysis.solver.program.skipped:
+        if args.format != "text":
+            print(f"torchtrap: skipped {path}: {reason}", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def _unavailable(what: str) -> int:

@@ -1,0 +1,104 @@
+"""The files of a program and their module names."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchtrap.core.objects import ModuleObj
+from torchtrap.project.layout import module_name
+
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
+MAX_FILE_BYTES = 2_000_000  # generated code past this size says nothing about calls
+
+
+@dataclass
+class Module:
+    obj: ModuleObj
+    tree: ast.Module
+
+
+@dataclass
+class Program:
+    """Parsed modules by dotted name; what could not be read is in ``skipped``."""
+
+    modules: dict[str, Module] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, name: str, path: str, is_package: bool, tree: ast.Module) -> Module:
+        module = Module(ModuleObj(name, path, is_package), tree)
+        self.modules.setdefault(name, module)
+        return self.modules[name]
+
+    def find(self, name: str, importer: ModuleObj | None = None) -> Module | None:
+        """The module ``import name`` reaches from ``importer``: the absolute
+        name first, then beside the importer (how a script's folder is on
+        ``sys.path``)."""
+        found = self.modules.get(name)
+        if found is None and importer is not None:
+            package = importer.name if importer.is_package else importer.name.rpartition(".")[0]
+            while package and found is None:
+                found = self.modules.get(f"{package}.{name}")
+                package = package.rpartition(".")[0]
+        return found
+
+
+def absolute(importer: ModuleObj, level: int, name: str | None) -> str | None:
+    """The absolute module name of ``from {'.' * level}{name} import``."""
+    if level == 0:
+        return name
+    parts = importer.name.split(".") if importer.name else []
+    if not importer.is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if name:
+        base.append(name)
+    return ".".join(base) or None
+
+
+def collect_files(paths: list[str]) -> list[str]:
+    """Python files under ``paths``, sorted, each once, links not followed
+    into folders already seen (a recursive project stays finite)."""
+    found: dict[str, None] = {}
+    seen_dirs: set[str] = set()
+    for path in paths:
+        if os.path.isfile(path):
+            found[os.path.abspath(path)] = None
+            continue
+        for folder, dirs, files in os.walk(path, followlinks=True):
+            real = os.path.realpath(folder)
+            if real in seen_dirs:
+                dirs[:] = []
+                continue
+            seen_dirs.add(real)
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    found[os.path.abspath(os.path.join(folder, name))] = None
+    return list(found)
+
+
+def load(paths: list[str], root: str) -> Program:
+    """Parse every file; a file that cannot be read or parsed is skipped
+    with the reason (the rest of the program is still analysed)."""
+    program = Program()
+    roots = [Path(os.path.abspath(root))]
+    for path in collect_files(paths):
+        name, is_package = module_name(path, roots)
+        if not name:
+            name = Path(path).stem
+        try:
+            if os.path.getsize(path) > MAX_FILE_BYTES:
+                program.skipped.append((path, "file too large"))
+                continue
+            with open(path, "rb") as handle:
+                tree = ast.parse(handle.read(), filename=path)
+        except (OSError, SyntaxError, ValueError, RecursionError) as error:
+            program.skipped.append((path, f"{type(error).__name__}: {error}"))
+            continue
+        program.add(name, path, is_package, tree)
+    return program

@@ -1,0 +1,92 @@
+"""Which names a scope binds, by Python's rules, read off the syntax."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def own_nodes(body: list[ast.stmt] | ast.expr) -> Iterator[ast.AST]:
+    """Every node of a scope's body, not entering nested scopes (their
+    decorators, defaults and bases belong to this scope)."""
+    stack: list[ast.AST] = list(body) if isinstance(body, list) else [body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(node.decorator_list)
+            stack.extend(d for d in node.args.defaults)
+            stack.extend(d for d in node.args.kw_defaults if d is not None)
+        elif isinstance(node, ast.ClassDef):
+            stack.extend(node.decorator_list)
+            stack.extend(node.bases)
+            stack.extend(k.value for k in node.keywords)
+        elif isinstance(node, ast.Lambda):
+            stack.extend(node.args.defaults)
+            stack.extend(d for d in node.args.kw_defaults if d is not None)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            stack.extend(ast.iter_child_nodes(node))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def bound_names(body: list[ast.stmt] | ast.expr) -> tuple[set[str], set[str], set[str]]:
+    """(locals, ``global`` names, ``nonlocal`` names) of a scope. Names
+    bound only inside comprehensions are not locals of the scope."""
+    names: set[str] = set()
+    declared_global: set[str] = set()
+    declared_nonlocal: set[str] = set()
+    comprehension_targets: set[int] = set()
+    for node in own_nodes(body):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in node.generators:
+                comprehension_targets.update(id(n) for n in ast.walk(gen.target))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if id(node) not in comprehension_targets:
+                names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            declared_nonlocal.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names - declared_global - declared_nonlocal, declared_global, declared_nonlocal
+
+
+def is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    body: list[ast.stmt] | ast.expr = node.body
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(body))
+
+
+def lambda_numbers(body: list[ast.stmt] | ast.expr) -> dict[int, int]:
+    """``<lambdaN>`` numbers of the lambdas a scope owns, in source order."""
+    lambdas = [n for n in own_nodes(body) if isinstance(n, ast.Lambda)]
+    lambdas.sort(key=lambda n: (n.lineno, n.col_offset))
+    return {id(n): i for i, n in enumerate(lambdas, start=1)}
+
+
+def assigned_in(body: list[ast.stmt]) -> set[str]:
+    """Names a block of statements may rebind (for a loop's join points)."""
+    names: set[str] = set()
+    for node in own_nodes(body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names

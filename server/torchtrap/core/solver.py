@@ -1,0 +1,875 @@
+"""The points-to solver: nodes, sets of objects and the rules that grow them.
+
+An Andersen-style inclusion analysis with on-the-fly call resolution. A
+node is a variable of the abstract program (a local version, a global, an
+object's field or elements, a function's parameters, return and yields);
+its set holds the objects it may point to. Copy edges carry objects from
+node to node (optionally through a transform, e.g. binding a method to its
+instance); handlers react to each object that reaches a node (an attribute
+load, a call). Every object reaches every node at most once, so the work is
+bounded by edges times objects, and every lookup is memoised: a package of
+twelve missing star imports costs what one costs.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from torchtrap.core.objects import (
+    BoundObj,
+    ClassObj,
+    ConstObj,
+    ContainerObj,
+    ExtAttrObj,
+    ExtCallObj,
+    ExternalObj,
+    FuncObj,
+    GenObj,
+    InstObj,
+    MethodObj,
+    ModuleObj,
+    Obj,
+    PartialObj,
+    Site,
+    SuperObj,
+)
+from torchtrap.core.program import Program
+from torchtrap.core.scopes import bound_names
+
+MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
+MAX_OPAQUE = 16  # of those, library values and constants
+MAX_DOTS = 8
+MAX_DEPTH = 2  # call sites of context kept for copies of small functions
+MAX_COPY_STATEMENTS = (
+    30  # a function this small is copied per call site  # a.b.c... chains of library attributes
+)
+ALL = "*"  # the element key that holds every element
+KEYS = "<keys>"
+BUILTIN_NAMES = frozenset(dir(builtins))
+CONTAINER_METHODS = frozenset(
+    {
+        "append",
+        "add",
+        "insert",
+        "extend",
+        "update",
+        "setdefault",
+        "get",
+        "pop",
+        "items",
+        "values",
+        "keys",
+        "copy",
+        "__getitem__",
+        "popitem",
+        "remove",
+        "clear",
+        "index",
+    }
+)
+
+Transform = Callable[[Obj], Iterable[Obj]]
+
+
+@dataclass
+class Signature:
+    positional: list[str] = field(default_factory=list)
+    vararg: str | None = None
+    kwonly: list[str] = field(default_factory=list)
+    kwarg: str | None = None
+
+
+@dataclass
+class CallSite:
+    caller: Obj  # the FuncObj or ModuleObj whose code makes the call
+    site: Site
+    args: list[tuple[int, bool]]  # (node, is *starred)
+    kwargs: list[tuple[str | None, int]]  # (name or None for **, node)
+    dst: int
+
+
+class Solver:
+    def __init__(self, program: Program, budget: int = 0) -> None:
+        self.program = program
+        self.pts: list[set[Obj]] = []
+        self.pending: list[set[Obj]] = []
+        self.succ: list[list[tuple[int, Transform | None]]] = []
+        self.handlers: list[list[Callable[[Obj], None]]] = []
+        self.labels: list[object] = []
+        self.keyed: dict[tuple[object, ...], int] = {}
+        self.objects: dict[tuple[object, ...], Obj] = {}
+        self.edges: set[tuple[int, int, object]] = set()
+        self.saturated: set[int] = set()
+        self.queue: deque[int] = deque()
+        self.queued: set[int] = set()
+        self.calls: dict[str, set[str]] = {}
+        self.signatures: dict[FuncObj, Signature] = {}
+        self.functions: list[FuncObj] = []
+        self.classes: list[ClassObj] = []
+        self.bases: dict[ClassObj, list[int]] = {}
+        self.subclasses: dict[ClassObj, set[ClassObj]] = {}
+        self.mro_memo: dict[ClassObj, list[Obj]] = {}
+        self.watched: dict[ClassObj, set[tuple[str, ClassObj | None]]] = {}
+        self.module_names: dict[str, set[str]] = {}  # names bound at module level
+        self.stars: dict[str, list[str]] = {}  # module -> modules it star-imports
+        self.box_keys: dict[Obj, list[object]] = {}
+        self.dirty: set[ClassObj] = set()
+        self.ext_loads: dict[tuple[Obj, str], list[int]] = {}
+        self.opaque: dict[int, int] = {}
+        self.definitions: dict[FuncObj, tuple[object, dict[str, int]]] = {}
+        self.ctx_nodes: dict[int, list[int]] = {}  # id(expression) -> its nodes in copies
+        self.scope_memo: dict[int, tuple[set[str], set[str], set[str]]] = {}
+        self.sizes: dict[FuncObj, int] = {}
+        self.copies: dict[tuple[FuncObj, Site], FuncObj] = {}
+        self.cloner: Callable[[FuncObj, tuple[Site, ...]], FuncObj] | None = None
+        self.max_copies = 0
+        self.expr_nodes: dict[int, int] = {}  # id(ast expression) -> its node
+        self.budget = budget or 2_000_000
+        self.steps = 0
+        self.complete = True
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def node(self, label: object = None) -> int:
+        self.pts.append(set())
+        self.pending.append(set())
+        self.succ.append([])
+        self.handlers.append([])
+        self.labels.append(label)
+        return len(self.pts) - 1
+
+    def key(self, *key: object) -> int:
+        found = self.keyed.get(key)
+        if found is None:
+            found = self.keyed[key] = self.node(key)
+            if key[0] == "g":
+                self._link_global(found, str(key[1]), str(key[2]))
+        return found
+
+    def obj(self, key: tuple[object, ...], make: Callable[[], Obj]) -> Obj:
+        found = self.objects.get(key)
+        if found is None:
+            found = self.objects[key] = make()
+        return found
+
+    def holding(self, obj: Obj) -> int:
+        """A node that holds just ``obj``."""
+        node = self.key("o", obj)
+        self.add(node, (obj,))
+        return node
+
+    def field(self, obj: Obj, attr: str) -> int:
+        return self.key("f", obj, attr)
+
+    def elem(self, obj: Obj, key: object) -> int:
+        node = self.keyed.get(("e", obj, key))
+        if node is None:
+            node = self.key("e", obj, key)
+            self.box_keys.setdefault(obj, []).append(key)
+        return node
+
+    def ret(self, func: FuncObj) -> int:
+        return self.key("r", func)
+
+    def yields(self, func: FuncObj) -> int:
+        return self.key("y", func)
+
+    def param(self, func: FuncObj, name: str) -> int:
+        return self.key("p", func, name)
+
+    def add(self, node: int, objs: Iterable[Obj]) -> None:
+        pts = self.pts[node]
+        for obj in objs:
+            if obj in pts:
+                continue
+            if len(pts) >= MAX_OBJECTS:
+                self.saturated.add(node)
+                return
+            if obj.opaque:
+                # Library values and constants: a few say what a variable
+                # holds; dozens (a config dict's every entry) say nothing and
+                # would crowd out the project's own objects.
+                count = self.opaque.get(node, 0)
+                if count >= MAX_OPAQUE:
+                    self.saturated.add(node)
+                    continue
+                self.opaque[node] = count + 1
+            pts.add(obj)
+            self.pending[node].add(obj)
+            if node not in self.queued:
+                self.queued.add(node)
+                self.queue.append(node)
+
+    def edge(
+        self, src: int, dst: int, transform: Transform | None = None, tag: object = None
+    ) -> None:
+        if src == dst and transform is None:
+            return
+        mark = (src, dst, tag if transform is not None else None)
+        if mark in self.edges:
+            return
+        self.edges.add(mark)
+        self.succ[src].append((dst, transform))
+        if src in self.saturated:
+            self.saturated.add(dst)
+        if self.pts[src]:
+            self.add(dst, self._through(transform, self.pts[src]))
+
+    def on(self, node: int, handler: Callable[[Obj], None]) -> None:
+        self.handlers[node].append(handler)
+        for obj in list(self.pts[node]):
+            handler(obj)
+
+    @staticmethod
+    def _through(transform: Transform | None, objs: Iterable[Obj]) -> Iterable[Obj]:
+        if transform is None:
+            return list(objs)
+        out: list[Obj] = []
+        for obj in objs:
+            out.extend(transform(obj))
+        return out
+
+    def solve(self) -> None:
+        while self.queue or self.dirty:
+            if not self.queue:
+                self._refresh()
+                continue
+            node = self.queue.popleft()
+            self.queued.discard(node)
+            delta = self.pending[node]
+            if not delta:
+                continue
+            self.pending[node] = set()
+            self.steps += len(delta) * (1 + len(self.succ[node]) + len(self.handlers[node]))
+            if self.steps > self.budget:
+                self.complete = False
+                self.queue.clear()
+                self.queued.clear()
+                return
+            for dst, transform in list(self.succ[node]):
+                if node in self.saturated:
+                    self.saturated.add(dst)
+                self.add(dst, self._through(transform, delta))
+            for handler in list(self.handlers[node]):
+                for obj in list(delta):
+                    handler(obj)
+
+    def scope_names(self, node: ast.AST) -> tuple[set[str], set[str], set[str]]:
+        found = self.scope_memo.get(id(node))
+        if found is None:
+            found = self.scope_memo[id(node)] = bound_names(node.body)  # type: ignore[attr-defined]
+        return found
+
+    def context(self, func: FuncObj, cs: CallSite) -> FuncObj:
+        """The copy of a small function analysed for this call site alone,
+        so two calls of one factory keep their own arguments and results
+        (call-site sensitivity, two calls deep); else the shared definition."""
+        origin = func.origin
+        if self.cloner is None or len(cs.site.ctx) >= MAX_DEPTH:
+            return func
+        if isinstance(cs.caller, FuncObj) and cs.caller.origin is origin:
+            return func  # recursion
+        key = (origin, cs.site)
+        found = self.copies.get(key)
+        if found is not None:
+            return found
+        if len(self.copies) >= self.max_copies or self._size(origin) > MAX_COPY_STATEMENTS:
+            return func
+        found = self.copies[key] = self.cloner(origin, (*cs.site.ctx, cs.site))
+        return found
+
+    def _size(self, func: FuncObj) -> int:
+        size = self.sizes.get(func)
+        if size is None:
+            size = self.sizes[func] = sum(1 for n in ast.walk(func.node) if isinstance(n, ast.stmt))
+        return size
+
+    # -- globals and star imports --------------------------------------------------------
+
+    def _link_global(self, node: int, module: str, name: str) -> None:
+        """A module global also receives what the module's star imports
+        export under that name; a name bound nowhere may be a built-in."""
+        if name in self.module_names.get(module, ()):
+            return
+        sources = self._star_sources(module, name, set())
+        for target in sources:
+            self.edge(self.key("g", target, name), node)
+        if not sources and name in BUILTIN_NAMES and not self.stars.get(module):
+            self.add(node, (self.external(f"<builtin>.{name}"),))
+
+    def _star_sources(self, module: str, name: str, seen: set[str]) -> list[str]:
+        memo = self.keyed.get(("star", module, name))
+        if memo is not None:
+            return list(self.labels[memo])  # type: ignore[call-overload]
+        seen.add(module)
+        found: list[str] = []
+        for target in self.stars.get(module, ()):
+            if target in seen or target not in self.program.modules:
+                continue
+            if name in self.module_names.get(target, ()):
+                found.append(target)
+            else:
+                found.extend(self._star_sources(target, name, seen))
+        self.keyed[("star", module, name)] = self.node(tuple(found))
+        return found
+
+    # -- objects -------------------------------------------------------------------------
+
+    def external(self, name: str) -> ExternalObj:
+        return self.obj(("ext", name), lambda: ExternalObj(name))  # type: ignore[return-value]
+
+    def const(self, value: object) -> int:
+        obj = self.obj(("const", type(value), value), lambda: ConstObj(value))
+        return self.holding(obj)
+
+    def module_obj(self, name: str) -> ModuleObj | None:
+        module = self.program.modules.get(name)
+        return module.obj if module else None
+
+    def bound(self, func: FuncObj, self_obj: Obj) -> BoundObj:
+        return self.obj(("bound", func, self_obj), lambda: BoundObj(func, self_obj))  # type: ignore[return-value]
+
+    def ext_attr(self, base: Obj, attr: str, qname: str | None) -> ExtAttrObj:
+        key = ("xattr", base, attr)
+        found = self.objects.get(key)
+        if found is None:
+            if qname is not None and qname.count(".") > MAX_DOTS:
+                qname = None
+            found = self.objects[key] = ExtAttrObj(base, attr, qname)
+        return found  # type: ignore[return-value]
+
+    def ext_field(self, obj: Obj, attr: str, dst: int) -> None:
+        """Load a field of a library object: most are never stored to, so
+        the field node is made only when a store reaches it."""
+        node = self.keyed.get(("f", obj, attr))
+        if node is not None:
+            self.edge(node, dst)
+        else:
+            self.ext_loads.setdefault((obj, attr), []).append(dst)
+
+    def _stored_field(self, obj: Obj, attr: str) -> int:
+        node = self.keyed.get(("f", obj, attr))
+        if node is None:
+            node = self.field(obj, attr)
+            for dst in self.ext_loads.pop((obj, attr), ()):
+                self.edge(node, dst)
+        return node
+
+    # -- classes -------------------------------------------------------------------------
+
+    def set_bases(self, cls: ClassObj, nodes: list[int]) -> None:
+        self.bases[cls] = nodes
+        for node in nodes:
+            self.on(node, functools.partial(self._base_arrived, cls))
+
+    def _base_arrived(self, cls: ClassObj, base: Obj) -> None:
+        if isinstance(base, ClassObj):
+            self.subclasses.setdefault(base, set()).add(cls)
+        self.dirty.add(cls)  # recomputed once the queue drains: bases arrive in bursts
+
+    def _refresh(self) -> None:
+        """Recompute the MROs that changed and follow them with every
+        attribute looked up through them."""
+        affected: set[ClassObj] = set()
+        stack = list(self.dirty)
+        self.dirty.clear()
+        while stack:
+            cls = stack.pop()
+            if cls in affected:
+                continue
+            affected.add(cls)
+            stack.extend(self.subclasses.get(cls, ()))
+        for cls in affected:
+            self.mro_memo.pop(cls, None)
+        for cls in affected:
+            for attr, after in list(self.watched.get(cls, ())):
+                self._connect(cls, attr, after)
+
+    def mro(self, cls: ClassObj) -> list[Obj]:
+        memo = self.mro_memo.get(cls)
+        if memo is None:
+            self.mro_memo[cls] = [cls]  # a cycle of bases ends here
+            memo = self.mro_memo[cls] = self._c3(cls)
+        return memo
+
+    def _c3(self, cls: ClassObj) -> list[Obj]:
+        heads: list[list[Obj]] = []
+        direct: list[Obj] = []
+        for node in self.bases.get(cls, []):
+            for base in sorted(self.pts[node], key=_order):
+                if isinstance(base, ClassObj) and base is not cls:
+                    heads.append(list(self.mro(base)))
+                    direct.append(base)
+                elif isinstance(base, ExternalObj) and base.name != "<builtin>.object":
+                    heads.append([base])
+                    direct.append(base)
+        heads.append(direct)
+        out: list[Obj] = [cls]
+        while True:
+            heads = [seq for seq in heads if seq]
+            if not heads:
+                return out
+            tails: set[Obj] = set()
+            for seq in heads:
+                tails.update(seq[1:])
+            head = next((seq[0] for seq in heads if seq[0] not in tails), heads[0][0])
+            if head not in out:
+                out.append(head)
+            heads = [[c for c in seq if c is not head] for seq in heads]
+
+    def class_attr(self, cls: ClassObj, attr: str, after: ClassObj | None = None) -> int:
+        """The node of ``attr`` looked up through ``cls``'s MRO (after
+        ``after`` for ``super()``); it follows the MRO as bases resolve."""
+        node = self.keyed.get(("ca", cls, attr, after))
+        if node is None:
+            node = self.key("ca", cls, attr, after)
+            self.watched.setdefault(cls, set()).add((attr, after))
+            self._connect(cls, attr, after)
+        return node
+
+    def _connect(self, cls: ClassObj, attr: str, after: ClassObj | None) -> None:
+        node = self.keyed[("ca", cls, attr, after)]
+        order = self.mro(cls)
+        if after is not None:
+            order = order[order.index(after) + 1 :] if after in order else []
+        projects = [c for c in order if isinstance(c, ClassObj)]
+        for klass in projects:
+            if attr in klass.defines:
+                self.edge(self.field(klass, attr), node)
+                return
+        for klass in projects:  # set from outside the class body (``A.x = f``)
+            self.edge(self.field(klass, attr), node)
+        if any(attr in klass.instance_attrs for klass in projects):
+            return  # an instance attribute, not the library base's
+        for ext in order:
+            if isinstance(ext, ExternalObj):
+                self.add(node, (self.external(f"{ext.name}.{attr}"),))
+                return
+
+    def is_module_like(self, cls: ClassObj) -> bool:
+        """A class whose calls go to ``forward``: no ``__call__`` of its own
+        and a base from a library (``nn.Module`` or one derived from it)."""
+        order = self.mro(cls)
+        if any(isinstance(c, ClassObj) and "__call__" in c.defines for c in order):
+            return False
+        return any(isinstance(c, ExternalObj) for c in order)
+
+    def binder(self, inst: Obj, via_class: bool = False) -> Transform:
+        """What an attribute found on the class is, read through ``inst``."""
+
+        def bind(value: Obj) -> Iterable[Obj]:
+            if isinstance(value, FuncObj):
+                if value.kind == "property":
+                    return ()
+                if value.kind == "staticmethod":
+                    return (value,)
+                if value.kind == "classmethod":
+                    owner = inst.cls if isinstance(inst, InstObj) else inst
+                    return (self.bound(value, owner),)
+                if via_class:
+                    return (value,)
+                return (self.bound(value, inst),)
+            if isinstance(value, ExternalObj) and not via_class:
+                return (self.ext_attr(inst, value.name.rsplit(".", 1)[-1], value.name),)
+            return (value,)
+
+        return bind
+
+    # -- loads and stores ----------------------------------------------------------------
+
+    def load(self, base: int, attr: str, dst: int) -> None:
+        self.on(base, lambda obj: self._load_one(obj, attr, dst))
+
+    def _load_one(self, obj: Obj, attr: str, dst: int) -> None:
+        if isinstance(obj, ModuleObj):
+            sub = self.module_obj(f"{obj.name}.{attr}")
+            if sub is not None:
+                self.add(dst, (sub,))
+            self.edge(self.key("g", obj.name, attr), dst)
+        elif isinstance(obj, InstObj):
+            self.edge(self.field(obj, attr), dst)
+            found = self.class_attr(obj.cls, attr)
+            self.edge(found, dst, self.binder(obj), ("bind", obj))
+            self.on(found, lambda value: self._property(value, obj, dst))
+        elif isinstance(obj, ClassObj):
+            self.edge(
+                self.class_attr(obj, attr), dst, self.binder(obj, via_class=True), ("cbind", obj)
+            )
+        elif isinstance(obj, SuperObj):
+            owner = obj.self_obj.cls if isinstance(obj.self_obj, InstObj) else obj.self_obj
+            if isinstance(owner, ClassObj):
+                self.edge(
+                    self.class_attr(owner, attr, obj.cls),
+                    dst,
+                    self.binder(
+                        obj.self_obj, isinstance(obj.self_obj, ClassObj) and attr != "__init__"
+                    ),
+                    ("sbind", obj.self_obj),
+                )
+        elif isinstance(obj, ExternalObj):
+            if obj.name.count(".") <= MAX_DOTS:
+                self.add(dst, (self.external(f"{obj.name}.{attr}"),))
+        elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
+            self.ext_field(obj, attr, dst)
+            kind = obj.type_name if isinstance(obj, ExtCallObj) else None
+            self.add(dst, (self.ext_attr(obj, attr, f"{kind}.{attr}" if kind else None),))
+        elif isinstance(obj, ContainerObj):
+            if attr in CONTAINER_METHODS:
+                self.add(dst, (self.obj(("meth", obj, attr), lambda: MethodObj(obj, attr)),))
+        elif isinstance(obj, (FuncObj, BoundObj, GenObj, PartialObj)):
+            self.edge(self.field(obj, attr), dst)
+
+    def _property(self, value: Obj, inst: Obj, dst: int) -> None:
+        """Reading a property runs its getter with the instance."""
+        if isinstance(value, FuncObj) and value.kind == "property":
+            params = self.signatures[value].positional
+            if params:
+                self.add(self.param(value, params[0]), (inst,))
+            self.edge(self.ret(value), dst)
+
+    def store(self, base: int, attr: str, value: int) -> None:
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ModuleObj):
+                self.edge(value, self.key("g", obj.name, attr))
+            elif isinstance(obj, (ExtCallObj, ExtAttrObj, ExternalObj)):
+                self.edge(value, self._stored_field(obj, attr))
+            elif not isinstance(obj, (ConstObj, SuperObj)):
+                self.edge(value, self.field(obj, attr))
+
+        self.on(base, one)
+
+    def load_elem(self, base: int, key: object, dst: int, cs: CallSite | None = None) -> None:
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ContainerObj):
+                if key is ALL or obj.kind == "set":
+                    self.edge(self.elem(obj, ALL), dst)
+                else:
+                    self.edge(self.elem(obj, key), dst)
+                    self.edge(self.elem(obj, "?"), dst)  # stored under an unknown key
+            elif isinstance(obj, InstObj) and cs is not None:
+                self.call_method(obj, "__getitem__", cs)
+            elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
+                self.ext_field(obj, "[]", dst)
+                self.add(dst, (self.ext_attr(obj, "[]", None),))
+
+        self.on(base, one)
+
+    def store_elem(self, base: int, key: object, value: int) -> None:
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ContainerObj):
+                self.edge(value, self.elem(obj, ALL))
+                self.edge(value, self.elem(obj, "?" if key is ALL else key))
+            elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
+                self.edge(value, self._stored_field(obj, "[]"))
+            elif isinstance(obj, InstObj):
+                self.edge(value, self.field(obj, "[]"))
+
+        self.on(base, one)
+
+    def iterate(self, base: int, caller: Obj, site: Site) -> int:
+        """The node of what ``for x in base`` gives ``x``."""
+        found = self.keyed.get(("iter", base, caller))
+        if found is not None:
+            return found
+        dst = self.key("iter", base, caller)
+
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ContainerObj):
+                self.edge(self.elem(obj, KEYS if obj.kind == "dict" else ALL), dst)
+            elif isinstance(obj, GenObj):
+                self.edge(self.yields(obj.func), dst)
+            elif isinstance(obj, InstObj):
+                got = self.node("iter()")
+                self.call_method(obj, "__iter__", CallSite(caller, site, [], [], got))
+                self.on(got, lambda it: self._next(it, caller, site, dst))
+            elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
+                self.ext_field(obj, "[]", dst)
+                self.add(dst, (self.ext_attr(obj, "[]", None),))
+
+        self.on(base, one)
+        return dst
+
+    def _next(self, it: Obj, caller: Obj, site: Site, dst: int) -> None:
+        if isinstance(it, InstObj):
+            self.call_method(it, "__next__", CallSite(caller, site, [], [], dst))
+        elif isinstance(it, GenObj):
+            self.edge(self.yields(it.func), dst)
+        elif isinstance(it, ContainerObj):
+            self.edge(self.elem(it, ALL), dst)
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def record(self, caller: Obj, callee: str) -> None:
+        name = caller.name if isinstance(caller, ModuleObj) else caller.qname  # type: ignore[attr-defined]
+        self.calls.setdefault(name, set()).add(callee)
+
+    def call(self, func: int, cs: CallSite) -> None:
+        self.on(func, lambda obj: self.invoke(obj, cs))
+
+    def call_method(self, inst: InstObj, name: str, cs: CallSite) -> None:
+        got = self.node(name)
+        self.edge(self.class_attr(inst.cls, name), got, self.binder(inst), ("bind", inst))
+        self.call(got, cs)
+
+    def invoke(self, obj: Obj, cs: CallSite, prepend: tuple[int, ...] = ()) -> None:
+        if isinstance(obj, FuncObj):
+            self.record(cs.caller, obj.qname)
+            target = self.context(obj, cs)
+            self.bind(target, cs, prepend)
+            if target.is_generator:
+                self.add(cs.dst, (self.obj(("gen", target), lambda: GenObj(target)),))
+            elif target.kind != "property":
+                self.edge(self.ret(target), cs.dst)
+        elif isinstance(obj, BoundObj):
+            self.invoke(obj.func, cs, (self.holding(obj.self_obj), *prepend))
+        elif isinstance(obj, ClassObj):
+            inst = self.instance(obj, cs.site)
+            self.add(cs.dst, (inst,))
+            init = self.node("__init__")
+            self.edge(
+                self.class_attr(obj, "__init__"),
+                init,
+                functools.partial(self._init, inst=inst),
+                ("init", inst),
+            )
+            self.call(init, CallSite(cs.caller, cs.site, cs.args, cs.kwargs, self.node("None")))
+        elif isinstance(obj, InstObj):
+            name = "forward" if self.is_module_like(obj.cls) else "__call__"
+            self.call_method(obj, name, cs)
+        elif isinstance(obj, PartialObj):
+            args = [(n, False) for n in obj.args] + cs.args
+            kwargs = [(k, n) for k, n in obj.kwargs.items()] + cs.kwargs
+            self.call(obj.func, CallSite(cs.caller, cs.site, args, kwargs, cs.dst))
+        elif isinstance(obj, MethodObj):
+            self._container_method(obj, cs)
+        elif isinstance(obj, ExternalObj):
+            self._call_external(obj, cs)
+        elif isinstance(obj, ExtAttrObj):
+            if obj.qname:
+                self.record(cs.caller, obj.qname)
+            self.add(cs.dst, (self._ext_call(obj, cs),))
+
+    def instance(self, cls: ClassObj, site: Site | None) -> InstObj:
+        return self.obj(("inst", cls, site), lambda: InstObj(cls, site))  # type: ignore[return-value]
+
+    def _init(self, value: Obj, *, inst: InstObj) -> tuple[Obj, ...]:
+        """The ``__init__`` a construction runs: a project method bound to
+        the new instance, or a library base's (an edge, no effect)."""
+        if isinstance(value, FuncObj):
+            return (self.bound(value, inst),)
+        if isinstance(value, ExternalObj) and not value.name.startswith("<builtin>."):
+            return (self.ext_attr(inst, "__init__", value.name),)
+        return ()
+
+    def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:
+        args = [n for n, _ in cs.args]
+        kwargs = {k: n for k, n in cs.kwargs if k is not None}
+        return self.obj(
+            ("xcall", callee, cs.site), lambda: ExtCallObj(callee, cs.site, args, kwargs)
+        )  # type: ignore[return-value]
+
+    def bind(self, func: FuncObj, cs: CallSite, prepend: tuple[int, ...]) -> None:
+        sig = self.signatures.get(func)
+        if sig is None:
+            return
+        positional = [(n, False) for n in prepend] + list(cs.args)
+        names = sig.positional
+        index = 0
+        spread = False
+        for node, starred in positional:
+            if starred:
+                items = self.iterate(node, cs.caller, cs.site)
+                for later in names[index:]:
+                    self.edge(items, self.param(func, later))
+                if sig.vararg:
+                    self.store_elem(self.param(func, sig.vararg), ALL, items)
+                spread = True
+                continue
+            if spread:
+                for later in names[index:]:
+                    self.edge(node, self.param(func, later))
+            if index < len(names):
+                self.edge(node, self.param(func, names[index]))
+            elif sig.vararg:
+                self.store_elem(self.param(func, sig.vararg), index - len(names), node)
+            index += 1
+        keywords = set(names) | set(sig.kwonly)
+        for name, node in cs.kwargs:
+            if name is None:
+                for target in keywords:
+                    got = self.node("**")
+                    self.load_elem(node, target, got)
+                    self.edge(got, self.param(func, target))
+                if sig.kwarg:
+                    self.edge(node, self.param(func, sig.kwarg))
+            elif name in keywords:
+                self.edge(node, self.param(func, name))
+            elif sig.kwarg:
+                self.store_elem(self.param(func, sig.kwarg), name, node)
+
+    def _call_external(self, obj: ExternalObj, cs: CallSite) -> None:
+        name = obj.name
+        self.record(cs.caller, name)
+        short = name.rsplit(".", 1)[-1]
+        args = [n for n, starred in cs.args if not starred]
+        if name in ("functools.partial", "<builtin>.partial") and args:
+            kw = {k: n for k, n in cs.kwargs if k is not None}
+            partial = self.obj(
+                ("partial", cs.site), lambda: PartialObj(args[0], args[1:], kw, cs.site)
+            )
+            self.add(cs.dst, (partial,))
+            return
+        if name.startswith("<builtin>.") and self._builtin(short, args, cs):
+            return
+        self.add(cs.dst, (self._ext_call(obj, cs),))
+
+    def _builtin(self, name: str, args: list[int], cs: CallSite) -> bool:
+        if name in ("map", "filter"):
+            # Call whatever callable is passed with the elements of the others.
+            items = [self.iterate(n, cs.caller, cs.site) for n in args]
+            result = self.container("list", cs.site)
+            out = self.node("map()")
+            for n in args:
+                self.call(n, CallSite(cs.caller, cs.site, [(i, False) for i in items[:1]], [], out))
+            if name == "map":
+                self.edge(out, self.elem(result, ALL))
+            else:
+                for i in items:
+                    self.edge(i, self.elem(result, ALL))
+            self.add(cs.dst, (result,))
+            return True
+        if name == "getattr" and len(args) >= 2:
+            self.on(
+                args[1],
+                lambda key: (
+                    self.load(args[0], key.value, cs.dst)
+                    if isinstance(key, ConstObj) and isinstance(key.value, str)
+                    else None
+                ),
+            )
+            if len(args) > 2:
+                self.edge(args[2], cs.dst)
+            return True
+        if name == "setattr" and len(args) == 3:
+            self.on(
+                args[1],
+                lambda key: (
+                    self.store(args[0], key.value, args[2])
+                    if isinstance(key, ConstObj) and isinstance(key.value, str)
+                    else None
+                ),
+            )
+            return True
+        if name in ("iter", "reversed", "sorted", "list", "tuple", "set", "frozenset") and args:
+            kind = {"tuple": "tuple", "set": "set", "frozenset": "set"}.get(name, "list")
+            result = self.container(kind, cs.site)
+            self.edge(self.iterate(args[0], cs.caller, cs.site), self.elem(result, ALL))
+            self.add(cs.dst, (result,))
+            return True
+        if name == "next" and args:
+            self.edge(self.iterate(args[0], cs.caller, cs.site), cs.dst)
+            if len(args) > 1:
+                self.edge(args[1], cs.dst)
+            return True
+        if name in ("enumerate", "zip") and args:
+            pair = self.container("tuple", cs.site)
+            sources = args if name == "zip" else args[:1]
+            for i, source in enumerate(sources):
+                slot = i + (1 if name == "enumerate" else 0)
+                got = self.iterate(source, cs.caller, cs.site)
+                self.edge(got, self.elem(pair, slot))
+                self.edge(got, self.elem(pair, ALL))
+            result = self.container("list", cs.site)
+            self.add(self.elem(result, ALL), (pair,))
+            self.add(cs.dst, (result,))
+            return True
+        if name == "dict":
+            result = self.container("dict", cs.site)
+            for key, n in cs.kwargs:
+                if key is not None:
+                    self.store_elem(self.holding(result), key, n)
+            self.add(cs.dst, (result,))
+            return True
+        if name == "type" and len(args) == 1:
+            self.on(
+                args[0], lambda o: self.add(cs.dst, (o.cls,)) if isinstance(o, InstObj) else None
+            )
+            return True
+        return False
+
+    def container(self, kind: str, site: Site | None, tag: str = "") -> ContainerObj:
+        return self.obj(("box", kind, site, tag), lambda: ContainerObj(kind, site))  # type: ignore[return-value]
+
+    def _container_method(self, meth: MethodObj, cs: CallSite) -> None:
+        box = meth.recv
+        assert isinstance(box, ContainerObj)
+        args = [n for n, starred in cs.args if not starred]
+        name = meth.name
+        every = self.elem(box, ALL)
+        if name in ("append", "add") and args:
+            self.edge(args[0], every)
+            self.edge(args[0], self.elem(box, "?"))
+        elif name == "insert" and len(args) > 1:
+            self.edge(args[1], every)
+            self.edge(args[1], self.elem(box, "?"))
+        elif name in ("extend", "update") and args:
+            if box.kind == "dict":
+                self.on(args[0], lambda other: self.merge(other, box=box))
+            else:
+                items = self.iterate(args[0], cs.caller, cs.site)
+                self.edge(items, every)
+                self.edge(items, self.elem(box, "?"))
+            for key, n in cs.kwargs:
+                if key is not None:
+                    self.edge(n, self.elem(box, key))
+                    self.edge(n, every)
+        elif name in ("get", "pop", "setdefault", "__getitem__") and args:
+            self.load_elem(self.holding(box), ALL, cs.dst)  # a key may be any
+            self.on(
+                args[0],
+                lambda k: (
+                    self.edge(self.elem(box, k.value), cs.dst) if isinstance(k, ConstObj) else None
+                ),
+            )
+            if len(args) > 1:
+                self.edge(args[1], cs.dst)
+                if name == "setdefault":
+                    self.edge(args[1], every)
+        elif name == "values":
+            self._view(box, every, cs)
+        elif name == "keys":
+            self._view(box, self.elem(box, KEYS), cs)
+        elif name == "items":
+            pair = self.container("tuple", cs.site)
+            self.edge(self.elem(box, KEYS), self.elem(pair, 0))
+            self.edge(every, self.elem(pair, 1))
+            self.edge(self.elem(box, KEYS), self.elem(pair, ALL))
+            self.edge(every, self.elem(pair, ALL))
+            view = self.container("list", cs.site)
+            self.add(self.elem(view, ALL), (pair,))
+            self.add(cs.dst, (view,))
+        elif name == "copy":
+            self.add(cs.dst, (box,))
+
+    def _view(self, box: ContainerObj, source: int, cs: CallSite) -> None:
+        view = self.container("list", cs.site)
+        self.edge(source, self.elem(view, ALL))
+        self.add(cs.dst, (view,))
+
+    def merge(self, other: Obj, *, box: ContainerObj) -> None:
+        if isinstance(other, ContainerObj):
+            self.edge(self.elem(other, ALL), self.elem(box, ALL))
+            self.edge(self.elem(other, KEYS), self.elem(box, KEYS))
+            for key in list(self.box_keys.get(other, ())):
+                self.edge(self.elem(other, key), self.elem(box, key))
+
+
+def _order(obj: Obj) -> tuple[str, str]:
+    """A stable order for sets of bases (sets are unordered)."""
+    name = getattr(obj, "qname", None) or getattr(obj, "name", "")
+    return (type(obj).__name__, str(name))
