@@ -41,6 +41,7 @@ from torchtrap.core.objects import (
 from torchtrap.core.program import Program
 from torchtrap.core.scopes import bound_names
 
+LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
 MAX_DOTS = 8
@@ -118,6 +119,7 @@ class Solver:
         self.module_names: dict[str, set[str]] = {}  # names bound at module level
         self.stars: dict[str, list[str]] = {}  # module -> modules it star-imports
         self.box_keys: dict[Obj, list[object]] = {}
+        self.field_keys: dict[Obj, list[str]] = {}
         self.dirty: set[ClassObj] = set()
         self.ext_loads: dict[tuple[Obj, str], list[int]] = {}
         self.opaque: dict[int, int] = {}
@@ -164,7 +166,11 @@ class Solver:
         return node
 
     def field(self, obj: Obj, attr: str) -> int:
-        return self.key("f", obj, attr)
+        node = self.keyed.get(("f", obj, attr))
+        if node is None:
+            node = self.key("f", obj, attr)
+            self.field_keys.setdefault(obj, []).append(attr)
+        return node
 
     def elem(self, obj: Obj, key: object) -> int:
         node = self.keyed.get(("e", obj, key))
@@ -726,7 +732,48 @@ class Solver:
             return
         if name.startswith("<builtin>.") and self._builtin(short, args, cs):
             return
-        self.add(cs.dst, (self._ext_call(obj, cs),))
+        result = self._ext_call(obj, cs)
+        self.add(cs.dst, (result,))
+        if name in LOADERS:
+            self._loader_calls(result, cs)
+
+    def _loader_calls(self, loader: ExtCallObj, cs: CallSite) -> None:
+        """What a DataLoader calls in its workers: the dataset's
+        ``__getitem__``/``__iter__``, the sampler's ``__iter__``,
+        ``collate_fn(batch)`` and ``worker_init_fn(worker_id)``, so that
+        what they reach is analysed with the objects they really get."""
+
+        def argument(name: str, position: int) -> int | None:
+            if name in loader.kwargs:
+                return loader.kwargs[name]
+            return loader.args[position] if position < len(loader.args) else None
+
+        index = self.node("index")
+        for name, position, methods in (
+            ("dataset", 0, ("__getitem__", "__iter__", "__len__")),
+            ("sampler", 3, ("__iter__",)),
+            ("batch_sampler", 4, ("__iter__",)),
+        ):
+            node = argument(name, position)
+            if node is None:
+                continue
+            for method in methods:
+                args = [(index, False)] if method == "__getitem__" else []
+                self.on(node, functools.partial(self._framework_call, method, args, cs))
+        batch = self.holding(self.container("list", cs.site, "batch"))
+        for name, position, args in (
+            ("collate_fn", 6, [(batch, False)]),
+            ("worker_init_fn", 10, [(self.const(0), False)]),
+        ):
+            node = argument(name, position)
+            if node is not None:
+                self.call(node, CallSite(cs.caller, cs.site, args, [], self.node(name)))
+
+    def _framework_call(
+        self, method: str, args: list[tuple[int, bool]], cs: CallSite, obj: Obj
+    ) -> None:
+        if isinstance(obj, InstObj):
+            self.call_method(obj, method, CallSite(cs.caller, cs.site, args, [], self.node(method)))
 
     def _builtin(self, name: str, args: list[int], cs: CallSite) -> bool:
         if name in ("map", "filter"):

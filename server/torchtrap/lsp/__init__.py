@@ -45,7 +45,11 @@ def run(args: argparse.Namespace) -> int:
     root.setLevel(getattr(args, "log_level", "WARNING"))
 
     from torchtrap.lsp.app import create_server
+    from torchtrap.values import program
 
+    # The whole-program model on a keystroke: only for small projects (a file
+    # alone, a few modules) until the model is incremental.
+    program.limit(files=8, edited_files=8)
     server = create_server()
     _tune_gc()
     tcp = getattr(args, "tcp", None)

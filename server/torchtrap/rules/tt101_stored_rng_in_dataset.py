@@ -7,6 +7,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from torchtrap.core.payload import chain_text, workers_text
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import (
     DatasetView,
@@ -33,6 +34,7 @@ from torchtrap.values.datasets import (
     related_message,
 )
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
 
 
 # The generator families of the value layer (torchtrap.facts.generators).
@@ -172,7 +174,7 @@ class StoredRngInDataset(Rule):
         "numbers, and epoch 2 repeated epoch 1 exactly."
     )
     default_severity = Severity.ERROR
-    requires_text = ("default_rng", "Random", "Generator")
+    requires_text = ("default_rng", "Random", "Generator", "DataLoader")
 
     def check(self) -> Iterable[Finding]:
         datasets = self.ctx.values.datasets
@@ -199,6 +201,31 @@ class StoredRngInDataset(Rule):
                     continue
                 seen.add(id(stored.stmt))
                 yield self._finding(datasets, view, stored, flagged, judgement)
+        ctx = self.ctx
+        for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "rng"):
+            yield self._payload_finding(found)
+
+    def _payload_finding(self, found: PayloadCulprit) -> Finding:
+        """A generator the dataset owns through other objects (an
+        augmentation object, a ``Compose`` of them, a helper's result)."""
+        culprit = found.culprit
+        certain = culprit.loader.workers.kind == "some"
+        message = (
+            f"{workers_text(culprit.loader.workers)}: every worker gets the same generator "
+            f"via {chain_text(culprit.hop)}: identical random numbers in each"
+        )
+        if len(message) > MESSAGE_LIMIT:
+            message = (
+                f"{workers_text(culprit.loader.workers)}: every worker gets the same generator "
+                f"(via `{culprit.hop.via}`): identical random numbers in each"
+            )
+        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
+        return self.finding(
+            found.node,
+            message,
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            related=related,
+        )
 
     # -- detection -----------------------------------------------------------
     def _flagged(self, view: DatasetView) -> Iterator[Stored]:

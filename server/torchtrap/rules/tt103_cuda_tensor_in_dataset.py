@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from torchtrap.core.payload import chain_text, workers_text
 from torchtrap.facts.dataloaders import Workers
 from torchtrap.facts.datasets import DatasetView, chain_root, self_name, self_stores
 from torchtrap.facts.devices import Cuda
@@ -17,6 +18,7 @@ from torchtrap.findings import (
     Finding,
     Fix,
     Range,
+    RelatedLocation,
     Severity,
     marked_title,
     unsafe_title,
@@ -26,6 +28,7 @@ from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.datasets import Exposure, Judgement, judge, related_message
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
 
 # Calls that bring a CUDA tensor back to the host (the chain ends on the CPU).
 BACK_TO_CPU = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -49,6 +52,10 @@ HELD = (
     ": DataLoader workers {may}crash under fork, may read zeros under spawn",
     ": DataLoader workers {may}crash (fork), may read zeros (spawn)",
     ": {a}crash under fork, zeros under spawn",
+)
+PAYLOAD = (
+    ": {may}crash under fork, {may}read zeros under spawn",
+    ": {a}crash (fork) or zeros (spawn)",
 )
 IN_WORKER = (
     ", which {runs} in DataLoader workers: a crash under fork, zeros under spawn",
@@ -170,7 +177,7 @@ class CudaTensorInDataset(Rule):
         "under spawn are pytorch #128497 and #156618."
     )
     default_severity = Severity.ERROR
-    requires_text = ("cuda",)
+    requires_text = ("cuda", "DataLoader")
 
     def check(self) -> Iterable[Finding]:
         datasets = self.ctx.values.datasets
@@ -202,6 +209,51 @@ class CudaTensorInDataset(Rule):
             for use in uses:
                 reported.add(id(use.call))
                 yield self._finding(use, judgement)
+        ctx = self.ctx
+        for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "tensor"):
+            yield self._payload_finding(found)
+
+    def _payload_finding(self, found: PayloadCulprit) -> Finding:
+        """A CUDA tensor the whole program shows reaching this DataLoader's
+        workers through other objects, functions or files."""
+        culprit = found.culprit
+        certain = culprit.sure == "certain" and culprit.loader.workers.kind == "some"
+        may = "" if certain else "may "
+        message = _first_fitting(
+            f"{workers_text(culprit.loader.workers)}: workers get a CUDA tensor via "
+            f"{chain_text(culprit.hop)}",
+            PAYLOAD,
+            may=may,
+            a="a possible " if may else "a ",
+        )
+        if len(message) > MESSAGE_LIMIT:
+            message = _first_fitting(
+                f"{workers_text(culprit.loader.workers)}: workers get a CUDA tensor via "
+                f"`{culprit.hop.via}`",
+                PAYLOAD,
+                may=may,
+                a="a possible " if may else "a ",
+            )
+        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
+        fixes: list[Fix] = []
+        loader = next((lo for lo in self.ctx.facts.dataloaders if lo.node is found.node), None)
+        if loader is not None and can_set_no_workers(loader) and loader.workers is Workers.SOME:
+            # A literal count here; one passed in from callers is theirs to change.
+            source = self.ctx.source
+            fixes.append(
+                Fix(
+                    "Load in the main process (num_workers=0)",
+                    Applicability.SAFE,
+                    lambda: no_workers_edits(source, loader),
+                )
+            )
+        return self.finding(
+            found.node,
+            message,
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            fixes=fixes,
+            related=related,
+        )
 
     # -- detection -----------------------------------------------------------
     def _cuda_uses(self, view: DatasetView) -> Iterator[CudaUse]:

@@ -6,20 +6,22 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from torchtrap.core.payload import chain_text, describe, workers_text
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import located_phrase, self_name, self_stores
 from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.modules import holds_no_state
-from torchtrap.facts.remote import is_remote, with_location
+from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
 from torchtrap.facts.workers import fork_only, is_cuda_expression
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, RelatedLocation, Severity
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
 from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
 from torchtrap.values.workers import model_holding
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -134,6 +136,7 @@ class CudaStatePickledIntoWorkers(Rule):
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts
         loaders = [d for d in facts.dataloaders if d.may_have_workers and not fork_only(d, facts)]
+        found: list[Finding] = []
         for loader in loaders:
             for argument in ("collate_fn", "worker_init_fn"):
                 expr = loader.argument(argument)
@@ -141,8 +144,40 @@ class CudaStatePickledIntoWorkers(Rule):
                     continue
                 carrier = self._bound_method(expr, argument) or self._partial(expr, argument)
                 if carrier is not None:
-                    yield self._finding(carrier, [loader])
-        yield from self._datasets()
+                    found.append(self._finding(carrier, [loader]))
+        found.extend(self._datasets())
+        yield from found
+        # What the file's own detection found at a DataLoader is not said twice.
+        taken = {f.range.start.line for f in found}
+        ctx = self.ctx
+        for culprit in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "model"):
+            node = culprit.node
+            if not taken.intersection(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+                yield self._payload_finding(culprit)
+
+    def _payload_finding(self, found: PayloadCulprit) -> Finding:
+        """A model the whole program shows reaching this DataLoader's
+        workers through a chain of objects (an owned object's model, a
+        container, a bound method's owner, a helper in another file)."""
+        culprit = found.culprit
+        certain = culprit.loader.workers.kind == "some"
+        what = describe(culprit.hop.obj)
+        message = (
+            f"{workers_text(culprit.loader.workers)}: every worker gets a copy of the model "
+            f"`{what}` via {chain_text(culprit.hop)}"
+        )
+        if len(message) > MESSAGE_LIMIT:
+            message = (
+                f"{workers_text(culprit.loader.workers)}: every worker gets a copy of the model "
+                f"`{what}` (via `{culprit.hop.via}`)"
+            )
+        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
+        return self.finding(
+            found.node,
+            message,
+            severity=Severity.WARNING if certain else Severity.INFO,
+            related=related,
+        )
 
     # -- detection -----------------------------------------------------------
     def _bound_method(self, expr: ast.expr, argument: str) -> Carrier | None:

@@ -1,0 +1,156 @@
+"""The whole project's points-to model, for the rules that ask it.
+
+Built once per project and process from the project's files (the one
+being linted from its live text), and shared by every file's lint: a
+``check`` of a project pays for it once. A project past ``MAX_FILES``, or
+an edited buffer in a large project, gets no model: its rules answer from
+the file and the index alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from torchtrap.core.analysis import Analysis, analyse
+from torchtrap.core.program import MAX_FILE_BYTES, Program
+from torchtrap.findings import Range
+from torchtrap.project.index import Project
+from torchtrap.project.summary import ModuleSummary
+
+MAX_FILES = 3_000  # the model of a project this size takes seconds; past it, none
+MAX_EDITED_FILES = 300  # an unsaved buffer: the model is rebuilt for it
+
+
+def limit(files: int, edited_files: int) -> None:
+    """Smaller limits for an editor, which lints on every keystroke: the
+    model is built only for projects it can build within a keystroke's
+    budget (measured: about 2 s per 100 files of real code)."""
+    global MAX_FILES, MAX_EDITED_FILES
+    MAX_FILES, MAX_EDITED_FILES = files, edited_files
+_MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
+_MEMO_SLOTS = 2
+
+
+@dataclass
+class Model:
+    analysis: Analysis
+    module: str  # the linted file's module name in the model
+
+    def where(self, module: str, line: int, col: int) -> tuple[str, Range] | None:
+        """The path and range of the expression that starts at a site."""
+        found = self.analysis.solver.program.modules.get(module)
+        if found is None:
+            return None
+        best: ast.expr | None = None
+        for node in ast.walk(found.tree):
+            if (
+                isinstance(node, ast.expr)
+                and node.lineno == line
+                and node.col_offset == col
+                and (best is None or _size(node) > _size(best))
+            ):
+                best = node
+        if best is None:
+            return found.obj.path, Range.of(line, col, line, col)
+        end_line = best.end_lineno or line
+        end_col = best.end_col_offset if best.end_col_offset is not None else col
+        return found.obj.path, Range.of(line, col, end_line, end_col)
+
+
+def _size(node: ast.expr) -> tuple[int, int]:
+    return (node.end_lineno or 0, node.end_col_offset or 0)
+
+
+def program_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
+    """The model of the project the file at ``path`` (now holding
+    ``text``, parsed as ``tree``) belongs to, or of the file alone without
+    a project; None when too large."""
+    this = os.path.abspath(path)
+    own = project.summary(this) if project is not None else None
+    if own is not None and not own.dataloaders:
+        return None  # no DataLoader here: nothing for the model to answer
+    entries: dict[str, tuple[str, bool]] = {}
+    for summary in _reached(project, this):
+        where = os.path.abspath(summary.path)
+        entries[where] = (summary.module or _stem(where), summary.is_package)
+    if this not in entries:
+        entries[this] = (_stem(this), False)
+    if len(entries) > MAX_FILES:
+        return None
+    edited = not _same_as_disk(this, text)
+    if edited and len(entries) > MAX_EDITED_FILES:
+        return None
+    # One model per project index: `check` lints every file against the same
+    # one, an editor makes a new one when a file changes. The index is kept
+    # with the model so that its id is not reused while the entry lives.
+    alone = project is None
+    key = (
+        id(project),
+        this if alone else frozenset(entries),
+        hash(text) if edited or alone else None,
+    )
+    found = _MEMO.get(key)
+    if found is None or found[0] is not project:
+        found = (project, analyse(_load(entries, this, tree)))
+        _MEMO[key] = found
+        analysis = found[1]
+        while len(_MEMO) > _MEMO_SLOTS:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(key)
+        analysis = found[1]
+    return Model(analysis, entries[this][0])
+
+
+def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
+    """The modules the program's DataLoaders can reach: every module that
+    builds one, this file, and what they import, transitively (with the
+    packages above each). The rest of the project cannot change what a
+    loader receives, and skipping it keeps the model small."""
+    if project is None:
+        return []
+    roots = [s for s in project if s.dataloaders or os.path.abspath(s.path) == this]
+    seen: dict[str, ModuleSummary] = {}
+    stack = list(roots)
+    while stack:
+        summary = stack.pop()
+        if summary.path in seen:
+            continue
+        seen[summary.path] = summary
+        names = set(project.imported_modules(summary))
+        parts = summary.module.split(".") if summary.module else []
+        names.update(".".join(parts[:i]) for i in range(1, len(parts)))
+        stack.extend(project.modules[n] for n in names if n in project.modules)
+    return list(seen.values())
+
+
+def _stem(path: str) -> str:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return stem if stem.isidentifier() else "__main__"
+
+
+def _same_as_disk(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
+def _load(entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module) -> Program:
+    program = Program()
+    for path, (name, package) in sorted(entries.items()):
+        if path == this:
+            program.add(name, path, package, tree)
+            continue
+        try:
+            if os.path.getsize(path) > MAX_FILE_BYTES:
+                continue
+            with open(path, "rb") as handle:
+                program.add(name, path, package, ast.parse(handle.read(), filename=path))
+        except (OSError, SyntaxError, ValueError, RecursionError) as error:
+            program.skipped.append((path, f"{type(error).__name__}: {error}"))
+    return program

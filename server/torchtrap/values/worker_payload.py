@@ -1,0 +1,130 @@
+"""The worker-payload question the worker rules ask the whole-program model.
+
+For the DataLoaders of the file being linted: which CUDA tensors or
+models their workers receive, through which chain of objects, where each
+is made. What a file's own rules already see (a Dataset class that makes
+the CUDA value in its own code, stored straight on ``self``) is left to
+them; this adds what only the whole program shows: values made by helpers
+in other files, owned objects, containers, bound methods, ``partial``s,
+factories and loaders built in functions called from elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+
+from torchtrap.core.objects import ClassObj, InstObj, Site
+from torchtrap.core.payload import (
+    Culprit,
+    Hop,
+    cuda_culprits,
+    describe,
+    model_culprits,
+    rng_culprits,
+)
+from torchtrap.findings import Range
+from torchtrap.project.index import Project
+from torchtrap.values.program import Model, program_model
+
+
+@dataclass
+class PayloadCulprit:
+    culprit: Culprit
+    node: ast.Call  # the DataLoader call in the linted file
+    related: list[tuple[str | None, Range, str]]  # (path or None for this file, range, note)
+
+
+def payload_culprits(
+    project: Project | None, path: str, text: str, tree: ast.Module, kind: str
+) -> list[PayloadCulprit]:
+    if "DataLoader" not in text:
+        return []
+    model = program_model(project, path, text, tree)
+    if model is None:
+        return []
+    calls = {
+        (node.lineno, node.col_offset): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    found = []
+    here = os.path.abspath(path)
+    if kind == "model":
+        culprits = model_culprits(model.analysis, model.module)
+    elif kind == "rng":
+        culprits = rng_culprits(model.analysis, model.module)
+    else:
+        culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
+    for culprit in culprits:
+        if _seen_by_the_file_rules(culprit):
+            continue
+        site = culprit.loader.obj.site
+        node = calls.get((site.line, site.col))
+        if node is None:
+            continue
+        found.append(PayloadCulprit(culprit, node, _related(model, culprit, here)))
+    return found
+
+
+def _seen_by_the_file_rules(culprit: Culprit) -> bool:
+    """A dataset whose own class makes the CUDA value and stores it on
+    ``self``: the dataset rules find it in the class's file."""
+    chain = culprit.hop.chain()
+    if len(chain) != 2:
+        return False
+    owner = chain[0].obj
+    if not isinstance(owner, InstObj):
+        return False
+    node = owner.cls.node
+    return owner.cls.module.name == culprit.made.module and node.lineno <= culprit.made.line <= (
+        node.end_lineno or node.lineno
+    )
+
+
+def _related(model: Model, culprit: Culprit, here: str) -> list[tuple[str | None, Range, str]]:
+    rows: list[tuple[str | None, Range, str]] = []
+    loader = culprit.loader
+    if loader.obj.site.ctx and loader.workers.kind == "some":
+        call = loader.obj.site.ctx[0]
+        where = model.where(call.module, call.line, call.col)
+        if where is not None:
+            counts = "/".join(str(v) for v in loader.workers.values if v)
+            rows.append(
+                (
+                    _other(where[0], here),
+                    where[1],
+                    f"the DataLoader is built from here, with {counts} workers",
+                )
+            )
+    for hop in culprit.hop.chain():
+        site = _made_at(hop)
+        if site is None or hop is culprit.hop:
+            continue
+        where = model.where(site.module, site.line, site.col)
+        if where is not None:
+            rows.append(
+                (_other(where[0], here), where[1], f"{hop.via}: `{describe(hop.obj)}` made here")
+            )
+    where = model.where(culprit.made.module, culprit.made.line, culprit.made.col)
+    if where is not None:
+        what = {
+            "module": "the model moved to the GPU here",
+            "model": "the model made here",
+            "rng": "the generator made here: each worker gets a copy in the same state",
+        }.get(culprit.kind, "the CUDA tensor made here")
+        rows.append((_other(where[0], here), where[1], what))
+    return rows
+
+
+def _made_at(hop: Hop) -> Site | None:
+    obj = hop.obj
+    site = getattr(obj, "site", None)
+    if isinstance(obj, ClassObj):
+        return None
+    return site if isinstance(site, Site) else None
+
+
+def _other(path: str, here: str) -> str | None:
+    return None if os.path.abspath(path) == here else path
