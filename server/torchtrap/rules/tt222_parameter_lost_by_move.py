@@ -1,0 +1,287 @@
+"""TT222: `self.w = nn.Parameter(t).cuda()`: the attribute is a plain tensor, not a parameter."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchtrap.facts.autograd import PARAMETER_CLASSES
+from torchtrap.facts.modules import enclosing_method, may_be_module, self_name
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchtrap.fixes import edits
+from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values import Kind
+
+# Tensor methods that return a converted copy (a non-leaf, plain tensor)
+# when they change the device or dtype, the tensor itself when they do not.
+MOVES = frozenset({"cuda", "to", "double", "half", "bfloat16", "float", "type"})
+# `.float()` changes nothing on float32 data (the default): a copy only for
+# other dtypes, so the finding is a warning.
+_MAY_BE_NO_OP = frozenset({"float"})
+# Arguments that need no parentheses before a method call.
+_ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Tuple, ast.Dict)
+
+
+class ParameterLostByMove(Rule):
+    """Flags `self.w = nn.Parameter(t).cuda()` (also `.to(...)`, `.double()`, `.half()`).
+
+    ## What it does
+    Flags an assignment of `nn.Parameter(...)` (`torch.nn.Parameter`,
+    `Parameter` imported from `torch.nn` or `torch.nn.parameter`) followed
+    by a device or dtype conversion, `.cuda()`, `.to(...)`, `.double()`,
+    `.half()`, `.bfloat16()`, `.type(...)` or `.float()`, to an attribute of
+    `self` in a method of a class that may be an `nn.Module`, or to an
+    attribute of a module value. `.float()` is a warning: on float32 data
+    (the default dtype) it returns the parameter itself.
+
+    Silent for the conversion inside the parameter
+    (`nn.Parameter(t.cuda())`), `register_parameter` (which raises on a plain
+    tensor), and other classes' attributes.
+
+    ## Why is this bad?
+    The converted copy of a parameter is a plain tensor computed from it,
+    so the module does not register it: the optimizer never trains it and
+    checkpoints lose it. A conversion that changes the device or dtype
+    returns such a copy (not a leaf, not an `nn.Parameter`): it is missing
+    from `parameters()` and `state_dict()`, and `model.to()` does not move it.
+    Measured with torch 2.13 on CPU: with
+    `self.w = nn.Parameter(torch.randn(3)).double()` in `__init__`,
+    `named_parameters()` and `state_dict()` have no `w`, and `self.w` has a
+    `grad_fn` (`ToCopyBackward0`); with `nn.Parameter(torch.randn(3).double())`
+    both have it.
+
+    Fix: move the conversion inside `nn.Parameter(...)` (safe).
+
+    ## Example
+    ```python
+    class Scale(nn.Module):
+        def __init__(self, n, device):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(n)).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    class Scale(nn.Module):
+        def __init__(self, n, device):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(n).to(device))
+    ```
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.parameter.Parameter.html
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.to.html
+    - https://github.com/pytorch/pytorch/issues/7733
+    """
+
+    code = "TT222"
+    name = "parameter-lost-by-move"
+    summary = "`self.w = nn.Parameter(t).cuda()`: a plain tensor, not registered, never trained"
+    fact = (
+        "Measured with torch 2.13: `self.w = nn.Parameter(torch.randn(3)).double()` leaves "
+        "`w` out of `parameters()` and `state_dict()`."
+    )
+    default_severity = Severity.ERROR
+    requires_text = ("Parameter",)
+
+    def check(self) -> Iterable[Finding]:
+        for stmt in self.ctx.facts.index.of_types(ast.Assign, ast.AnnAssign):
+            assert isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            if stmt.value is None or not isinstance(stmt.value, ast.Call):
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Attribute):
+                continue
+            chain = self._moves_of_parameter(stmt.value)
+            if chain is None or not self._module_attribute(targets[0], stmt):
+                continue
+            yield self._finding(targets[0], stmt.value, *chain)
+
+    def _moves_of_parameter(self, call: ast.Call) -> tuple[ast.Call, list[str]] | None:
+        """``nn.Parameter(...)`` under one or more conversions, and their names
+        (outermost last); None when ``call`` is not such a chain."""
+        moves: list[str] = []
+        node: ast.expr = call
+        while (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MOVES
+        ):
+            if node.func.attr == "type" and not (node.args or node.keywords):
+                return None  # `.type()` is a query
+            moves.insert(0, node.func.attr)
+            node = node.func.value
+        if not moves or not isinstance(node, ast.Call):
+            return None
+        if self.ctx.facts.imports.qualname(node.func) not in PARAMETER_CLASSES:
+            return None
+        return node, moves
+
+    def _module_attribute(self, target: ast.Attribute, stmt: ast.stmt) -> bool:
+        """``self.x`` in a method of a class that may be an nn.Module, or
+        ``m.x`` with ``m`` a module."""
+        owner = target.value
+        if isinstance(owner, ast.Name):
+            method = enclosing_method(stmt)
+            if method is not None and self_name(method[0]) == owner.id:
+                classes = self.ctx.facts.classes
+                info = classes.get(method[1].name)
+                return info is not None and info.node is method[1] and may_be_module(info, classes)
+        return self.ctx.values.of(owner, stmt).holds(Kind.MODULE)
+
+    def _finding(
+        self, target: ast.Attribute, outer: ast.Call, parameter: ast.Call, moves: list[str]
+    ) -> Finding:
+        source = self.ctx.source
+        shown = source.segment(source.node_range(target))
+        if len(shown) > 24 or "\n" in shown:
+            shown = f".{target.attr}"
+        first = moves[0]
+        message = (
+            f"`.{first}()` on an `nn.Parameter` returns a plain tensor: `{shown}` is not "
+            "registered, not trained, not in `state_dict`"
+        )
+        severity = None
+        if all(m in _MAY_BE_NO_OP for m in moves):
+            severity = Severity.WARNING
+            message = (
+                f"`.{first}()` on an `nn.Parameter` of non-float32 data returns a plain tensor: "
+                f"`{shown}` is then not registered"
+            )
+        return self.finding(outer, message, severity=severity, fixes=self._fixes(outer, parameter))
+
+    def _fixes(self, outer: ast.Call, parameter: ast.Call) -> list[Fix]:
+        data: ast.expr | None = parameter.args[0] if parameter.args else None
+        if data is None:
+            data = next((k.value for k in parameter.keywords if k.arg == "data"), None)
+        if data is None or isinstance(data, ast.Starred):
+            return []
+        source = self.ctx.source
+        param_end = source.node_range(parameter).end
+        outer_end = source.node_range(outer).end
+        moved = source.segment(Range(param_end, outer_end))
+        if "\n" in moved or "#" in moved:
+            return []
+        data_range = source.node_range(data)
+        wrap = not isinstance(data, _ATOMIC)
+
+        def build() -> list[Edit]:
+            out = [Edit(Range(param_end, outer_end), "")]
+            if wrap:
+                out.append(edits.insert_at(data_range.start, "("))
+                out.append(edits.insert_at(data_range.end, ")" + moved))
+            else:
+                out.append(edits.insert_at(data_range.end, moved))
+            return out
+
+        return [Fix(f"Move `{moved}` inside `Parameter(...)`", Applicability.SAFE, build=build)]
+
+    valid = (
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self, device):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.randn(3).to(device))
+                    self.b = nn.Parameter(torch.zeros(3, device=device, dtype=torch.float64))
+                    self.register_parameter("s", nn.Parameter(torch.ones(1)))
+                    self.to(device)
+            """,
+            note="the conversion inside the parameter; the module moved as a whole",
+        ),
+        Valid(
+            """
+            import torch
+            from torch.nn import Parameter
+
+            class Holder:
+                def __init__(self):
+                    self.w = Parameter(torch.randn(3)).cuda()
+
+            def move(model, device):
+                w = Parameter(torch.randn(3)).to(device)
+                return w
+            """,
+            note="a plain class's attribute; a local name (not registered anyway)",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.randn(3))
+                    self.kind = nn.Parameter(torch.randn(3)).type()
+                    self.y = torch.randn(3).cuda()
+                    self.z = nn.Parameter(torch.randn(3)).requires_grad_(False)
+            """,
+            note="`.type()` is a query; no parameter; an in-place method returns the parameter",
+        ),
+    )
+    invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Scale(nn.Module):
+                def __init__(self, n, device):
+                    super().__init__()
+                    self.scale = nn.Parameter(torch.ones(n)).to(device)
+            """,
+            line=8,
+            severity=Severity.ERROR,
+            message_contains="`self.scale` is not registered, not trained, not in `state_dict`",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Scale(nn.Module):
+                def __init__(self, n, device):
+                    super().__init__()
+                    self.scale = nn.Parameter(torch.ones(n).to(device))
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.nn import Module, Parameter
+
+            class Net(Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = Parameter(torch.randn(3, 3) * 0.1, requires_grad=True).cuda().half()
+            """,
+            line=8,
+            fixed="""
+            import torch
+            from torch.nn import Module, Parameter
+
+            class Net(Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = Parameter((torch.randn(3, 3) * 0.1).cuda().half(), requires_grad=True)
+            """,
+            note="`Parameter` imported, an expression as data, two conversions",
+        ),
+        Invalid(
+            """
+            import numpy as np
+            import torch
+
+            class Embed(torch.nn.Module):
+                def __init__(self, table):
+                    super().__init__()
+                    self.table = torch.nn.Parameter(torch.from_numpy(np.load(table))).float()
+            """,
+            line=8,
+            severity=Severity.WARNING,
+            message_contains="of non-float32 data",
+            note="`.float()`: a copy only when the data is not float32 (numpy's default float64)",
+        ),
+    )
