@@ -16,6 +16,7 @@ MODULE = "module"
 OPTIMIZER = "optimizer"
 SCHEDULER = "scheduler"
 TENSOR = "tensor"
+_MAX_DEPTH = 3  # callers followed for a parameter
 
 # Which receivers each method does something on, and what is lost when it is
 # only named: (receiver kind, consequence).
@@ -112,14 +113,22 @@ class MethodNotCalled(Rule):
                 return consequence
         return None
 
-    def _is(self, kind: str, receiver: ast.expr, stmt: ast.Expr) -> bool:
+    def _is(self, kind: str, receiver: ast.expr, stmt: ast.AST, depth: int = 0) -> bool:
         values = self.ctx.values
-        if kind == MODULE:
-            if isinstance(receiver, ast.Name) and self._self_of_module(receiver, stmt):
+        if kind in (MODULE, TENSOR):
+            if kind == MODULE and isinstance(receiver, ast.Name):
+                if self._self_of_module(receiver, stmt):
+                    return True
+            if values.of(receiver, stmt).holds(Kind.MODULE if kind == MODULE else Kind.TENSOR):
                 return True
-            return values.of(receiver, stmt).holds(Kind.MODULE)
-        if kind == TENSOR:
-            return values.of(receiver, stmt).holds(Kind.TENSOR)
+            # `def evaluate(model): model.eval`: what every caller passes.
+            function = values.parameter(receiver, stmt) if isinstance(receiver, ast.Name) else None
+            if function is None or depth >= _MAX_DEPTH or not isinstance(receiver, ast.Name):
+                return False
+            passed = values.loaders.parameter_arguments(function, receiver.id)
+            return bool(passed) and all(
+                self._is(kind, arg, call, depth + 1) for arg, call in passed or ()
+            )
         ref = Ref(receiver, stmt, None)
         if kind == OPTIMIZER:
             return values.loops.optimizer(ref)
