@@ -116,9 +116,12 @@ class MethodNotCalled(Rule):
     def _is(self, kind: str, receiver: ast.expr, stmt: ast.AST, depth: int = 0) -> bool:
         values = self.ctx.values
         if kind in (MODULE, TENSOR):
-            if kind == MODULE and isinstance(receiver, ast.Name):
-                if self._self_of_module(receiver, stmt):
-                    return True
+            if (
+                kind == MODULE
+                and isinstance(receiver, ast.Name)
+                and self._self_of_module(receiver, stmt)
+            ):
+                return True
             if values.of(receiver, stmt).holds(Kind.MODULE if kind == MODULE else Kind.TENSOR):
                 return True
             # `def evaluate(model): model.eval`: what every caller passes.
@@ -134,7 +137,7 @@ class MethodNotCalled(Rule):
             return values.loops.optimizer(ref)
         return values.loops.scheduler(ref)
 
-    def _self_of_module(self, name: ast.Name, stmt: ast.Expr) -> bool:
+    def _self_of_module(self, name: ast.Name, stmt: ast.AST) -> bool:
         """``self`` in a method of a class that derives from ``nn.Module``."""
         method = enclosing_method(stmt)
         if method is None or self_name(method[0]) != name.id:
