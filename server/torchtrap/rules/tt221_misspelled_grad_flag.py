@@ -54,6 +54,12 @@ class MisspelledGradFlag(Rule):
     loop variable over `.parameters()`/`.named_parameters()`, a module's
     `.weight`/`.bias`, a tensor built by `torch`.
 
+    An error when the lost flag matters: `= False` on a parameter (or a
+    value autograd records), `= True` or a variable on a tensor that does
+    not require grad. A warning when it is unknown whether the tensor
+    requires grad; a hint for `= False` on a tensor that never required
+    grad (`pe = torch.zeros(n, d)`: the typo has no effect there).
+
     Silent when `x` is not known to be a tensor (an object of a class that
     defines such an attribute, a config, `self`), and on reads.
 
@@ -104,17 +110,17 @@ class MisspelledGradFlag(Rule):
                     continue
                 if not self.ctx.values.of(target.value, stmt).holds(Kind.TENSOR):
                     continue
-                yield self._finding(target)
+                yield self._finding(target, stmt)
 
-    def _finding(self, target: ast.Attribute) -> Finding:
+    def _finding(
+        self, target: ast.Attribute, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign
+    ) -> Finding:
         source = self.ctx.source
         rng = source.node_range(target)
         owner = source.segment(source.node_range(target.value))
-        owner = "the tensor" if len(owner) > 30 or "\n" in owner else f"`{owner}`"
-        message = (
-            f"`.{target.attr}` is not `.requires_grad`: a new attribute is set and "
-            f"{owner} still gets gradients"
-        )
+        owner = "the tensor" if len(owner) > 24 or "\n" in owner else f"`{owner}`"
+        severity, consequence = self._consequence(target.value, stmt, owner)
+        message = f"`.{target.attr}` is not `.requires_grad`: {consequence}"
         fixes: list[Fix] = []
         if source.segment(rng).endswith(target.attr):
             start = source.position_at(source.offset(rng.end) - len(target.attr))
@@ -126,7 +132,27 @@ class MisspelledGradFlag(Rule):
                     build=lambda: [Edit(name_range, FLAG)],
                 )
             )
-        return self.finding(target, message, fixes=fixes)
+        return self.finding(target, message, severity=severity, fixes=fixes)
+
+    def _consequence(
+        self, tensor: ast.expr, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign, owner: str
+    ) -> tuple[Severity, str]:
+        """How bad the lost flag is: freezing a parameter that keeps
+        training, enabling grad on a tensor that stays without it (errors);
+        "freezing" a tensor that never required grad (a hint: no effect)."""
+        autograd = self.ctx.values.autograd
+        value = stmt.value if not isinstance(stmt, ast.AugAssign) else None
+        disabling = isinstance(value, ast.Constant) and value.value is False
+        no_grad = autograd.without_grad(tensor, stmt)
+        if disabling:
+            if no_grad:
+                return Severity.HINT, f"a new attribute, no effect: {owner} never required grad"
+            if autograd.is_parameter(tensor, stmt) or autograd.in_graph(tensor, stmt):
+                return Severity.ERROR, f"a new attribute; {owner} still gets gradients"
+            return Severity.WARNING, f"a new attribute; {owner} keeps its `requires_grad`"
+        if no_grad:
+            return Severity.ERROR, f"a new attribute; {owner} still does not require grad"
+        return Severity.WARNING, f"a new attribute; {owner} keeps its `requires_grad`"
 
     valid = (
         Valid(
@@ -207,8 +233,23 @@ class MisspelledGradFlag(Rule):
             x.requiresgrad = True
             x.requires_grad_ = True
             """,
-            message_contains="still gets gradients",
-            note="named_parameters, a layer's weight, a torch tensor",
+            severity=Severity.ERROR,
+            message_contains="`x` still does not require grad",
+            note="named_parameters, a layer's weight; enabling grad on a torch tensor",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def positional(n, d):
+                pe = torch.zeros(n, d).float()
+                pe.require_grad = False
+                return pe
+            """,
+            line=6,
+            severity=Severity.HINT,
+            message_contains="a new attribute, no effect: `pe` never required grad",
+            note="a factory tensor never required grad: the typo is harmless (a hint)",
         ),
     )
 

@@ -32,11 +32,16 @@ class ParameterLostByMove(Rule):
     `.half()`, `.bfloat16()`, `.type(...)` or `.float()`, to an attribute of
     `self` in a method of a class that may be an `nn.Module`, or to an
     attribute of a module value. `.float()` is a warning: on float32 data
-    (the default dtype) it returns the parameter itself.
+    (the default dtype) it returns the parameter itself. A hint for a frozen
+    parameter (`requires_grad=False`): nothing is left untrained, only
+    `state_dict()` and `model.to()` miss it.
 
     Silent for the conversion inside the parameter
-    (`nn.Parameter(t.cuda())`), `register_parameter` (which raises on a plain
-    tensor), and other classes' attributes.
+    (`nn.Parameter(t.cuda())`), an outer conversion to where the data already
+    is (`nn.Parameter(t.to(dev)).to(dev)`, `nn.Parameter(torch.randn(n,
+    device=dev)).to(dev)`: it returns the parameter itself),
+    `register_parameter` (which raises on a plain tensor), and other
+    classes' attributes.
 
     ## Why is this bad?
     The converted copy of a parameter is a plain tensor computed from it,
@@ -95,6 +100,8 @@ class ParameterLostByMove(Rule):
             chain = self._moves_of_parameter(stmt.value)
             if chain is None or not self._module_attribute(targets[0], stmt):
                 continue
+            if self._already_converted(stmt.value, chain[0]):
+                continue
             yield self._finding(targets[0], stmt.value, *chain)
 
     def _moves_of_parameter(self, call: ast.Call) -> tuple[ast.Call, list[str]] | None:
@@ -116,6 +123,35 @@ class ParameterLostByMove(Rule):
         if self.ctx.facts.imports.qualname(node.func) not in PARAMETER_CLASSES:
             return None
         return node, moves
+
+    def _already_converted(self, outer: ast.Call, parameter: ast.Call) -> bool:
+        """``Parameter(t.to(dev)).to(dev)``, ``Parameter(torch.randn(n, device=dev)).to(dev)``:
+        the data is already there, so the conversion returns the parameter itself."""
+        data = parameter.args[0] if parameter.args else None
+        if data is None:
+            return False
+        source = self.ctx.source
+        moved = source.segment(
+            Range(source.node_range(parameter).end, source.node_range(outer).end)
+        )
+        if (
+            source.segment(source.node_range(data))
+            .replace(" ", "")
+            .endswith(moved.replace(" ", ""))
+        ):
+            return True
+        func = outer.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.value is parameter
+            and func.attr == "to"
+            and len(outer.args) == 1
+            and not outer.keywords
+            and isinstance(data, ast.Call)
+        ):
+            target = ast.dump(outer.args[0])
+            return any(k.arg == "device" and ast.dump(k.value) == target for k in data.keywords)
+        return False
 
     def _module_attribute(self, target: ast.Attribute, stmt: ast.stmt) -> bool:
         """``self.x`` in a method of a class that may be an nn.Module, or
@@ -147,6 +183,13 @@ class ParameterLostByMove(Rule):
             message = (
                 f"`.{first}()` on an `nn.Parameter` of non-float32 data returns a plain tensor: "
                 f"`{shown}` is then not registered"
+            )
+        if _frozen(parameter):
+            # A constant: only `state_dict()` and `model.to()` miss it (a hint).
+            severity = Severity.HINT
+            message = (
+                f"`.{first}()` on a frozen `nn.Parameter` returns a plain tensor: `{shown}` is "
+                "not in `state_dict`, not moved by `.to()`"
             )
         return self.finding(outer, message, severity=severity, fixes=self._fixes(outer, parameter))
 
@@ -188,9 +231,11 @@ class ParameterLostByMove(Rule):
                     self.w = nn.Parameter(torch.randn(3).to(device))
                     self.b = nn.Parameter(torch.zeros(3, device=device, dtype=torch.float64))
                     self.register_parameter("s", nn.Parameter(torch.ones(1)))
+                    self.v = nn.Parameter(torch.randn(3).to(device), requires_grad=True).to(device)
+                    self.u = nn.Parameter(torch.randn(3, device=device)).to(device)
                     self.to(device)
             """,
-            note="the conversion inside the parameter; the module moved as a whole",
+            note="conversions inside the parameter; an outer `.to` to where the data already is",
         ),
         Valid(
             """
@@ -284,4 +329,27 @@ class ParameterLostByMove(Rule):
             message_contains="of non-float32 data",
             note="`.float()`: a copy only when the data is not float32 (numpy's default float64)",
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Loss(nn.Module):
+                def __init__(self, table, device):
+                    super().__init__()
+                    self.table = nn.Parameter(torch.tensor(table), requires_grad=False).to(device)
+            """,
+            line=8,
+            severity=Severity.HINT,
+            message_contains="frozen",
+            note="a frozen constant: nothing to train, only `state_dict` and `.to()` miss it",
+        ),
     )
+
+
+def _frozen(parameter: ast.Call) -> bool:
+    """``nn.Parameter(t, requires_grad=False)`` (also positional)."""
+    flag = next((k.value for k in parameter.keywords if k.arg == "requires_grad"), None)
+    if flag is None and len(parameter.args) > 1:
+        flag = parameter.args[1]
+    return isinstance(flag, ast.Constant) and flag.value is False
