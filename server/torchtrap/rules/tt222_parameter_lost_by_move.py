@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.modules import enclosing_method, may_be_module, self_name
+from torchtrap.facts.tensors import words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -18,6 +19,10 @@ MOVES = frozenset({"cuda", "to", "double", "half", "bfloat16", "float", "type"})
 # `.float()` changes nothing on float32 data (the default): a copy only for
 # other dtypes, so the finding is a warning.
 _MAY_BE_NO_OP = frozenset({"float"})
+# torch factories whose result is a new CPU tensor of the default dtype.
+_FRESH_FACTORIES = frozenset(
+    f"torch.{name}" for name in words("randn rand zeros ones empty full Tensor FloatTensor")
+)
 # Arguments that need no parentheses before a method call.
 _ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Tuple, ast.Dict)
 
@@ -32,7 +37,9 @@ class ParameterLostByMove(Rule):
     `.half()`, `.bfloat16()`, `.type(...)` or `.float()`, to an attribute of
     `self` in a method of a class that may be an `nn.Module`, or to an
     attribute of a module value. `.float()` is a warning: on float32 data
-    (the default dtype) it returns the parameter itself. A hint for a frozen
+    (the default dtype) it returns the parameter itself. A warning also when
+    the data is not a new CPU tensor of a `torch` factory (`torch.randn(n)`,
+    `torch.Tensor(n, m)`): it may already be on that device. A hint for a frozen
     parameter (`requires_grad=False`): nothing is left untrained, only
     `state_dict()` and `model.to()` miss it.
 
@@ -153,6 +160,19 @@ class ParameterLostByMove(Rule):
             return any(k.arg == "device" and ast.dump(k.value) == target for k in data.keywords)
         return False
 
+    def _fresh_on_cpu(self, parameter: ast.Call) -> bool:
+        """The data is a new CPU float32 tensor (``torch.randn(n)``, ``torch.Tensor(n, m)``,
+        arithmetic on one): any device or dtype conversion copies it."""
+        data: ast.expr | None = parameter.args[0] if parameter.args else None
+        while isinstance(data, ast.BinOp):
+            data = data.left
+        if not isinstance(data, ast.Call) or any(
+            k.arg in ("device", "dtype") or k.arg is None for k in data.keywords
+        ):
+            return False
+        qualname = self.ctx.facts.imports.qualname(data.func) or ""
+        return qualname in _FRESH_FACTORIES
+
     def _module_attribute(self, target: ast.Attribute, stmt: ast.stmt) -> bool:
         """``self.x`` in a method of a class that may be an nn.Module, or
         ``m.x`` with ``m`` a module."""
@@ -178,6 +198,14 @@ class ParameterLostByMove(Rule):
             "registered, not trained, not in `state_dict`"
         )
         severity = None
+        if not self._fresh_on_cpu(parameter):
+            # The data may already be where the conversion sends it (then
+            # the parameter itself comes back): a warning, not an error.
+            severity = Severity.WARNING
+            message = (
+                f"`.{first}()` returns a plain tensor if it moves the `nn.Parameter`: "
+                f"`{shown}` is then not registered"
+            )
         if all(m in _MAY_BE_NO_OP for m in moves):
             severity = Severity.WARNING
             message = (
@@ -343,6 +371,28 @@ class ParameterLostByMove(Rule):
             severity=Severity.HINT,
             message_contains="frozen",
             note="a frozen constant: nothing to train, only `state_dict` and `.to()` miss it",
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class Embed(nn.Module):
+                def __init__(self, pretrained, device):
+                    super().__init__()
+                    self.table = nn.Parameter(pretrained).to(device)
+            """,
+            line=7,
+            severity=Severity.WARNING,
+            message_contains="returns a plain tensor if it moves the `nn.Parameter`",
+            fixed="""
+            import torch.nn as nn
+
+            class Embed(nn.Module):
+                def __init__(self, pretrained, device):
+                    super().__init__()
+                    self.table = nn.Parameter(pretrained.to(device))
+            """,
+            note="data from elsewhere may already be on `device`: a warning",
         ),
     )
 
