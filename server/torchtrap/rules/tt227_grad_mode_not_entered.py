@@ -16,6 +16,7 @@ from torchtrap.findings import (
     Severity,
     unsafe_title,
 )
+from torchtrap.fixes import edits
 from torchtrap.fixes.apply import apply_edits
 from torchtrap.fixes.structural import BODY, can_replace_statements, replace_statements
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -61,8 +62,10 @@ class GradModeNotEntered(Rule):
     leaves grad off.
 
     Fix: wrap the statements that follow in the same block in a `with`
-    (unsafe: re-indents them, and the code may have meant a narrower block;
-    for a global switch use `torch.set_grad_enabled(False)`).
+    (unsafe: re-indents them, and the code may have meant a narrower block).
+    At module level, where the call reads as a switch for the whole program,
+    the fix is `torch.set_grad_enabled(False)` instead (unsafe: global; an
+    `inference_mode()` becomes plain no-grad).
 
     ## Example
     ```python
@@ -111,7 +114,31 @@ class GradModeNotEntered(Rule):
                 f"`{shown}` as a statement does nothing (only `with` enters it): "
                 f"{CONTEXT_ONLY[qualname]}"
             )
-            yield self.finding(call, message, fixes=self._fixes(stmt, shown))
+            if isinstance(parent(stmt), ast.Module):
+                fixes = self._global_switch(stmt, qualname)
+            else:
+                fixes = self._fixes(stmt, shown)
+            yield self.finding(call, message, fixes=fixes)
+
+    def _global_switch(self, stmt: ast.Expr, qualname: str) -> list[Fix]:
+        """At module level the call reads as a switch for the whole program
+        (min-dalle's fix): ``torch.set_grad_enabled(False)``, which works alone.
+        Wrapping the module's imports and definitions in a ``with`` would not."""
+        call = stmt.value
+        assert isinstance(call, ast.Call)
+        if call.args or call.keywords:
+            return []  # `inference_mode(False)`: no switch to translate it to
+        torch = next(iter(sorted(self.ctx.facts.imports.local_names_for("torch"))), None)
+        if torch is None:
+            return []
+        enabled = "True" if qualname.endswith("enable_grad") else "False"
+        new = f"{torch}.set_grad_enabled({enabled})"
+        title = unsafe_title(
+            f"Replace with `{new}`",
+            "switches grad mode for the whole program, from this import on",
+        )
+        source = self.ctx.source
+        return [Fix(title, Applicability.UNSAFE, build=lambda: [edits.replace(source, call, new)])]
 
     def _fixes(self, stmt: ast.Expr, shown: str) -> list[Fix]:
         following = _following(stmt)
@@ -257,6 +284,22 @@ class GradModeNotEntered(Rule):
             line=6,
             message_contains="grad mode is unchanged",
             note="nothing follows in the block: flagged without a fix",
+        ),
+        Invalid(
+            """
+            import torch
+            torch.no_grad()
+
+            from .models import Decoder
+            """,
+            line=3,
+            fixed="""
+            import torch
+            torch.set_grad_enabled(False)
+
+            from .models import Decoder
+            """,
+            note="module level (min-dalle before PR 24): the global switch, not a `with`",
         ),
     )
 
