@@ -231,8 +231,8 @@ class ParameterLostByMove(Rule):
         param_end = source.node_range(parameter).end
         outer_end = source.node_range(outer).end
         moved = source.segment(Range(param_end, outer_end))
-        if "\n" in moved or "#" in moved:
-            return []
+        if "#" in moved:
+            return []  # a comment moved inside the call would hide its `)`
         data_range = source.node_range(data)
         wrap = not isinstance(data, _ATOMIC)
 
@@ -245,7 +245,8 @@ class ParameterLostByMove(Rule):
                 out.append(edits.insert_at(data_range.end, moved))
             return out
 
-        return [Fix(f"Move `{moved}` inside `Parameter(...)`", Applicability.SAFE, build=build)]
+        titled = moved if "\n" not in moved else moved.split("(", 1)[0] + "(...)"
+        return [Fix(f"Move `{titled}` inside `Parameter(...)`", Applicability.SAFE, build=build)]
 
     valid = (
         Valid(
@@ -341,6 +342,30 @@ class ParameterLostByMove(Rule):
                     self.w = Parameter((torch.randn(3, 3) * 0.1).cuda().half(), requires_grad=True)
             """,
             note="`Parameter` imported, an expression as data, two conversions",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Linear(nn.Module):
+                def __init__(self, n, device):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.Tensor(n, 1)).to(
+                        device)
+            """,
+            line=8,
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Linear(nn.Module):
+                def __init__(self, n, device):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.Tensor(n, 1).to(
+                        device))
+            """,
+            note="DeepCTR-Torch before issue 87: the call over two lines",
         ),
         Invalid(
             """
