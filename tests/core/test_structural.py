@@ -175,7 +175,7 @@ def test_template_without_placeholder_gives_no_edits() -> None:
 
 
 # The rules whose examples/ files get a structural fix.
-STRUCTURAL_CODES: tuple[str, ...] = ("TT105", "TT106", "TT204")
+STRUCTURAL_CODES: tuple[str, ...] = ("TT105", "TT106", "TT204", "TT227")
 
 
 def test_lint_never_imports_libcst() -> None:

@@ -30,6 +30,10 @@ from torchtrap.rules.tt216_train_mode_not_restored import TrainModeNotRestored
 from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 from torchtrap.rules.tt218_unregistered_submodules import UnregisteredSubmodules
 from torchtrap.rules.tt219_unsafe_torch_load import UnsafeTorchLoad
+from torchtrap.rules.tt220_method_not_called import MethodNotCalled
+from torchtrap.rules.tt221_misspelled_grad_flag import MisspelledGradFlag
+from torchtrap.rules.tt222_parameter_lost_by_move import ParameterLostByMove
+from torchtrap.rules.tt227_grad_mode_not_entered import GradModeNotEntered
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -59,6 +63,10 @@ ALL_RULES: list[type[Rule]] = [
     ClipScaledGradients,
     UnregisteredSubmodules,
     UnsafeTorchLoad,
+    MethodNotCalled,
+    MisspelledGradFlag,
+    ParameterLostByMove,
+    GradModeNotEntered,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

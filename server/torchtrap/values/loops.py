@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, parent
+from torchtrap.facts.optim import is_scheduler_constructor
 from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
@@ -449,6 +450,17 @@ class LoopFacts:
             qualname.startswith("torch.optim.")
             and not qualname.startswith(_NOT_OPTIMIZERS)
             and qualname.rsplit(".", 1)[-1][:1].isupper()
+        )
+
+    def scheduler(self, ref: Ref) -> bool:
+        """Is ``ref`` evidently a learning-rate scheduler
+        (``torch.optim.lr_scheduler.StepLR(...)``, a Hugging Face schedule
+        builder), also through names and ``self`` attributes?"""
+        values = self.values(ref)
+        return bool(values) and all(
+            isinstance(v, ast.Call)
+            and is_scheduler_constructor(self.imports.qualname(v.func) or "")
+            for v, _ in values or ()
         )
 
     def scaler(self, ref: Ref) -> Scaler | None:
