@@ -242,8 +242,11 @@ class CudaTensorInDataset(Rule):
             source = self.ctx.source
             fixes.append(
                 Fix(
-                    "Load in the main process (num_workers=0)",
-                    Applicability.SAFE,
+                    unsafe_title(
+                        "Load in the main process (num_workers=0)",
+                        "changes the loading speed; a worker_init_fn becomes dead code",
+                    ),
+                    Applicability.UNSAFE,
                     lambda: no_workers_edits(source, loader),
                 )
             )
