@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from torchtrap.core.objects import ClassObj, FuncObj, InstObj, Obj, Site
 from torchtrap.core.program import Program, load
@@ -20,6 +21,7 @@ STEPS_PER_STATEMENT = 2_000
 @dataclass
 class Analysis:
     solver: Solver
+    memo: dict[str, Any] = field(default_factory=dict)  # queries' indexes, made once
 
     def values(self, expr: ast.expr) -> frozenset[Obj] | None:
         """The objects ``expr`` may hold; None when unknown (never walked,

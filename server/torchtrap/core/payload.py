@@ -71,14 +71,18 @@ class Loader:
 def loaders(analysis: Analysis, module: str | None = None) -> list[Loader]:
     """The DataLoaders the program builds (in ``module`` only, when given):
     one per call site and per context of a copied helper."""
-    found = []
-    for obj in list(analysis.solver.objects.values()):
-        if (
-            isinstance(obj, ExtCallObj)
-            and obj.type_name in LOADERS
-            and (module is None or obj.site.module == module)
-        ):
-            found.append(Loader(obj, worker_count(analysis, obj)))
+    every = analysis.memo.get("loaders")
+    if every is None:
+        every = analysis.memo["loaders"] = [
+            obj
+            for obj in analysis.solver.objects.values()
+            if isinstance(obj, ExtCallObj) and obj.type_name in LOADERS
+        ]
+    found = [
+        Loader(obj, worker_count(analysis, obj))
+        for obj in every
+        if module is None or obj.site.module == module
+    ]
     found.sort(
         key=lambda loader: (loader.obj.site.line, loader.obj.site.col, len(loader.obj.site.ctx))
     )
@@ -209,7 +213,11 @@ def is_cuda_value(analysis: Analysis, obj: Obj) -> str | None:
 def moved_to_cuda(analysis: Analysis) -> dict[Obj, tuple[str, Site]]:
     """Objects moved to the GPU in place (``model.cuda()``, ``model.to(dev)``
     on a module), with how sure and where."""
+    memo = analysis.memo.get("moved")
+    if memo is not None:
+        return memo
     moved: dict[Obj, tuple[str, Site]] = {}
+    analysis.memo["moved"] = moved
     for obj in list(analysis.solver.objects.values()):
         if not isinstance(obj, ExtCallObj) or not isinstance(obj.callee, ExtAttrObj):
             continue
@@ -378,11 +386,13 @@ def rng_kind(analysis: Analysis, obj: Obj) -> str | None:
 
 
 def _drawn_not_reseeded(analysis: Analysis, rng: Obj) -> bool:
-    attrs = {
-        key[2]
-        for key, obj in analysis.solver.objects.items()
-        if key[0] == "xattr" and key[1] is rng and isinstance(obj, ExtAttrObj)
-    }
+    index = analysis.memo.get("xattrs")
+    if index is None:
+        index = analysis.memo["xattrs"] = {}
+        for key in analysis.solver.objects:
+            if key[0] == "xattr":
+                index.setdefault(key[1], set()).add(key[2])
+    attrs = index.get(rng, set())
     return bool(attrs - RESEED_METHODS - INSPECT_METHODS) and not attrs & RESEED_METHODS
 
 

@@ -44,11 +44,9 @@ from torchtrap.core.scopes import bound_names
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
-MAX_DOTS = 8
+MAX_DOTS = 8  # a.b.c... chains of library attributes
 MAX_DEPTH = 2  # call sites of context kept for copies of small functions
-MAX_COPY_STATEMENTS = (
-    30  # a function this small is copied per call site  # a.b.c... chains of library attributes
-)
+MAX_COPY_STATEMENTS = 30  # a function this small is copied per call site
 ALL = "*"  # the element key that holds every element
 KEYS = "<keys>"
 BUILTIN_NAMES = frozenset(dir(builtins))

@@ -32,6 +32,7 @@ def limit(files: int, edited_files: int) -> None:
     MAX_FILES, MAX_EDITED_FILES = files, edited_files
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
 _MEMO_SLOTS = 2
+_REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
 
 
 @dataclass
@@ -112,7 +113,10 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     loader receives, and skipping it keeps the model small."""
     if project is None:
         return []
-    roots = [s for s in project if s.dataloaders or os.path.abspath(s.path) == this]
+    memo = _REACHED.get(id(project))
+    if memo is not None and memo[0] is project:
+        return memo[1]
+    roots = [s for s in project if s.dataloaders]
     seen: dict[str, ModuleSummary] = {}
     stack = list(roots)
     while stack:
@@ -124,7 +128,9 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
         parts = summary.module.split(".") if summary.module else []
         names.update(".".join(parts[:i]) for i in range(1, len(parts)))
         stack.extend(project.modules[n] for n in names if n in project.modules)
-    return list(seen.values())
+    _REACHED.clear()  # one project at a time: check has one, an editor's newest
+    _REACHED[id(project)] = (project, list(seen.values()))
+    return _REACHED[id(project)][1]
 
 
 def _stem(path: str) -> str:
