@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import parent
 
 # qualname -> the generator family (what a rule names in its message).
@@ -86,3 +87,21 @@ def setattr_name(call: ast.Call) -> str | None:
     ):
         return call.args[1].value
     return None
+
+
+# Calls that re-seed a process-global generator (numpy's legacy one,
+# Python's `random`, torch's CPU and CUDA ones): qualname -> the spelling
+# used in messages.
+GLOBAL_SEEDERS: dict[str, str] = {
+    "numpy.random.seed": "np.random.seed",
+    "random.seed": "random.seed",
+    "torch.manual_seed": "torch.manual_seed",
+    "torch.random.manual_seed": "torch.manual_seed",
+    "torch.cuda.manual_seed": "torch.cuda.manual_seed",
+    "torch.cuda.manual_seed_all": "torch.cuda.manual_seed_all",
+}
+
+
+def global_seeder(call: ast.Call, imports: ImportTable) -> str | None:
+    """How to spell the global generator ``call`` re-seeds (None: it does not)."""
+    return GLOBAL_SEEDERS.get(imports.qualname(call.func) or "")

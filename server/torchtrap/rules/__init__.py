@@ -30,6 +30,10 @@ from torchtrap.rules.tt216_train_mode_not_restored import TrainModeNotRestored
 from torchtrap.rules.tt217_clip_scaled_gradients import ClipScaledGradients
 from torchtrap.rules.tt218_unregistered_submodules import UnregisteredSubmodules
 from torchtrap.rules.tt219_unsafe_torch_load import UnsafeTorchLoad
+from torchtrap.rules.tt223_ignored_partial_load import IgnoredPartialLoad
+from torchtrap.rules.tt224_constant_reseed_per_sample import ConstantReseedPerSample
+from torchtrap.rules.tt225_uninitialised_tensor import UninitialisedTensor
+from torchtrap.rules.tt226_clip_outside_step import ClipOutsideStep
 
 ALL_RULES: list[type[Rule]] = [
     StoredRngInDataset,
@@ -59,6 +63,10 @@ ALL_RULES: list[type[Rule]] = [
     ClipScaledGradients,
     UnregisteredSubmodules,
     UnsafeTorchLoad,
+    IgnoredPartialLoad,
+    ConstantReseedPerSample,
+    UninitialisedTensor,
+    ClipOutsideStep,
 ]
 
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
