@@ -22,7 +22,8 @@ def train(model, optimizer, batches):
         optimizer.step()
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         # SGD with lr=1: the change of the weights is the gradient the step used.
-        deltas = [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
+        params = list(model.parameters())
+        deltas = [(b - p.detach()).flatten() for b, p in zip(before, params, strict=True)]
         moved = torch.cat(deltas)
         used.append(moved.norm().item())
     return used

@@ -55,7 +55,10 @@ class Allocation:
 
 
 def uninitialised(call: ast.Call, imports: ImportTable) -> Allocation | None:
-    """The allocation ``call`` makes when it leaves memory uninitialised."""
+    """The allocation ``call`` makes when it leaves memory uninitialised
+    (not one with a literal 0 in its size: it has no element to read)."""
+    if _empty_size(call):
+        return None
     func = call.func
     qualname = imports.qualname(func)
     if qualname in EMPTY_FUNCTIONS:
@@ -105,3 +108,15 @@ def size_like(node: ast.expr) -> bool:
             return func.attr in _SIZE_METHODS
         return isinstance(func, ast.Name) and func.id in _SIZE_BUILTINS
     return False
+
+
+def _empty_size(call: ast.Call) -> bool:
+    """A literal 0 among the sizes: ``torch.empty(0)``, ``torch.empty((0, 4))``."""
+    sizes: list[ast.expr] = list(call.args)
+    size = next((kw.value for kw in call.keywords if kw.arg == "size"), None)
+    if size is not None:
+        sizes.append(size)
+    flat: list[ast.expr] = []
+    for node in sizes:
+        flat.extend(node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node])
+    return any(isinstance(n, ast.Constant) and n.value == 0 for n in flat)

@@ -118,9 +118,9 @@ class IgnoredPartialLoad(Rule):
 
     def _finding(self, stmt: ast.Expr, call: ast.Call) -> Finding:
         receiver = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else ""
-        shown = f"`{receiver}.load_state_dict`" if len(receiver) <= 24 else "`load_state_dict`"
+        shown = f"{receiver}." if len(receiver) <= 16 else ""
         message = (
-            f"{shown}(..., strict=False) drops the keys that did not load: "
+            f"`{shown}load_state_dict(..., strict=False)` skips keys that do not match: "
             "a prefix mismatch loads nothing, silently"
         )
         return self.finding(call, message, fixes=self._fixes(stmt))

@@ -214,7 +214,9 @@ class ConstantReseedPerSample(Rule):
                 and kw.value.value is True
                 for kw in call.keywords
             )
-            for branch in _branches(init):
+            bound = self.ctx.values.sources(init, call) if isinstance(init, ast.Name) else None
+            values = [v for v, _ in bound] if bound else [init]
+            for branch in (b for v in values for b in _branches(v)):
                 fn = resolve_function(branch, datasets, None)
                 if fn is not None and not any(f is fn for f, _ in found):
                     found.append((fn, persistent))
@@ -295,13 +297,13 @@ class ConstantReseedPerSample(Rule):
         spelled = global_seeder(call, self.ctx.facts.imports) or "seed"
         if verdict == "worker":
             message = (
-                f"`worker_init_fn` seeds `{spelled}` from the worker id alone: "
-                "every epoch's workers replay the same random streams"
+                f"`{spelled}` in `worker_init_fn` seeds from the worker id alone: "
+                "each epoch's workers replay the same streams"
             )
         else:
             message = (
-                f"`worker_init_fn` seeds `{spelled}` with a fixed value: every worker and "
-                "every epoch replay the same random stream"
+                f"`{spelled}` in `worker_init_fn` seeds a fixed value: every worker "
+                "and every epoch replay the same stream"
             )
         related = [self.ctx.related(via[0], "the seeding helper is called here")] if via else []
         fixes = self._initial_seed(call) if not via else []
@@ -530,7 +532,7 @@ class ConstantReseedPerSample(Rule):
             loader = DataLoader(range(100), num_workers=4, worker_init_fn=worker_init_fn)
             """,
             line=8,
-            message_contains="from the worker id alone",
+            message_contains="seeds from the worker id alone",
             fixed="""
             import numpy as np
             import random
@@ -558,11 +560,11 @@ class ConstantReseedPerSample(Rule):
                 set_seed(worker_seed)
 
             def build(ds, seed):
-                fn = functools.partial(init_fn, num_workers=2, rank=0, seed=seed)
+                fn = functools.partial(init_fn, num_workers=2, rank=0, seed=seed) if seed else None
                 return DataLoader(ds, num_workers=2, worker_init_fn=fn)
             """,
             line=7,
-            note="mmdet's pattern: a partial, a local, a seeding helper",
+            note="mmdet's pattern: a partial when a seed is set, a local, a seeding helper",
         ),
     )
 

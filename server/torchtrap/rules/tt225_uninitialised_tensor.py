@@ -295,11 +295,13 @@ class UninitialisedTensor(Rule):
                 torch.randn(n, out=d)
                 e = torch.empty(n)
                 e[:] = 1.0
+                empty = torch.empty((0, 4))
+                print(empty.sum())
                 f = torch.empty(n, m)
                 f.data.zero_()
-                return a + b + c + d + e + f
+                return a + b + c + d + e + f, empty
             """,
-            note="written whole first: in-place fills, nn.init, out=, a full slice",
+            note="written whole first: in-place fills, nn.init, out=, a full slice; no element",
         ),
         Valid(
             """
