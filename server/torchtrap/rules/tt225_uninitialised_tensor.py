@@ -121,6 +121,12 @@ class UninitialisedTensor(Rule):
             if alloc is None:
                 continue
             up = parent(call)
+            if (
+                isinstance(up, ast.Call)
+                and up.args[:1] == [call]
+                and imports.qualname(up.func) in _IDENTITY_WRAPPERS
+            ):
+                up = parent(up)  # Variable(torch.FloatTensor(1)): the same memory
             if isinstance(up, (ast.BinOp, ast.UnaryOp)):
                 yield self._finding(alloc, None, up)
                 continue
@@ -149,15 +155,27 @@ class UninitialisedTensor(Rule):
         use reads it; None when it writes it, may write it, or is not used."""
         scope = enclosing_scope(stmt)
         end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        own = {id(n) for n in walk_scope(scope)}
         uses = sorted(
             (
                 n
-                for n in walk_scope(scope)
+                for n in ast.walk(scope)
                 if isinstance(n, ast.Name) and n.id == name and (n.lineno, n.col_offset) >= end
             ),
             key=lambda n: (n.lineno, n.col_offset),
         )
         for use in uses:
+            if id(use) not in own:
+                return None  # a closure or a decorator: it runs at another time
+            assign = parent(use)
+            if isinstance(use.ctx, ast.Store) and isinstance(assign, ast.Assign):
+                # `x = x + 1`: the value is evaluated before the target is bound.
+                read = next(
+                    (n for n in ast.walk(assign.value) if isinstance(n, ast.Name) and n.id == name),
+                    None,
+                )
+                if read is not None:
+                    use = read
             verdict = self._use(use)
             if verdict == "skip":
                 continue
@@ -347,8 +365,18 @@ class UninitialisedTensor(Rule):
 
             def alloc(shape, device):
                 return torch.empty(shape, device=device)
+
+            def test_load(shape, load):
+                out = torch.empty(shape)
+
+                @patch("pkg.create", side_effect=[out])
+                def run(mock):
+                    load()
+
+                run()
+                return out.numpy()
             """,
-            note="a parameter filled by reset_parameters; an allocation helper",
+            note="filled by reset_parameters; an allocation helper; handed to a closure first",
         ),
     )
     invalid = (
@@ -414,6 +442,20 @@ class UninitialisedTensor(Rule):
         Invalid(
             """
             import torch
+            from torch.autograd import Variable
+
+            def orthogonal_penalty(weights):
+                loss = Variable(torch.FloatTensor(1), requires_grad=True)
+                for w in weights:
+                    loss = loss + (w @ w.t()).norm()
+                return loss
+            """,
+            line=6,
+            note="wrapped in Variable: the same uninitialised memory",
+        ),
+        Invalid(
+            """
+            import torch
 
             def mix(x):
                 noise = x.new_empty(x.size())
@@ -431,6 +473,9 @@ class UninitialisedTensor(Rule):
             """,
         ),
     )
+
+
+_IDENTITY_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 def _has_out(call: ast.Call) -> bool:

@@ -130,26 +130,38 @@ class ClipOutsideStep(Rule):
             return "after", events[backward[-1]], events[before[-1]]
         return None
 
-    @staticmethod
-    def _is_step(loops: LoopFacts, event: Event, events: list[Event]) -> bool:
+    def _is_step(self, loops: LoopFacts, event: Event, events: list[Event]) -> bool:
+        kind = self._step_kind(loops, event)
+        if kind != "unknown":
+            return kind == "optimizer"
+        # A value of unknown type: the iteration's optimizer step only when no
+        # other unknown value is stepped (a scheduler built elsewhere).
+        unknown = {
+            e.receiver.key
+            for e in events
+            if e.kind == STEP and e.receiver is not None and self._step_kind(loops, e) == "unknown"
+        }
+        return len(unknown) == 1
+
+    def _step_kind(self, loops: LoopFacts, event: Event) -> str:
+        """ "optimizer", "other" (evidently not one: a scheduler), "unknown"."""
         if event.kind != STEP or event.receiver is None:
-            return False
+            return "other"
         call = event.node
         assert isinstance(call, ast.Call)
         if event.args:
-            return loops.scaler(event.receiver) is not None
+            return "optimizer" if loops.scaler(event.receiver) is not None else "other"
         if call.keywords or event.receiver.key is None:
-            return False
+            return "other"
         if loops.optimizer(event.receiver):
-            return True
-        if loops.values(event.receiver) is not None:
-            return False  # built here, and not an optimizer (a scheduler)
-        others = {
-            e.receiver.key
-            for e in events
-            if e.kind == STEP and e.receiver is not None and not e.args
-        }
-        return others == {event.receiver.key}
+            return "optimizer"
+        values = loops.values(event.receiver)
+        imports = self.ctx.facts.imports
+        if values and all(
+            isinstance(v, ast.Call) and imports.qualname(v.func) is not None for v, _ in values
+        ):
+            return "other"  # built by a known callable that is not an optimizer
+        return "unknown"
 
     def _finding(self, clip: Event, where: str, backward: Event, step: Event) -> Finding:
         call = clip.node
@@ -360,6 +372,26 @@ class ClipOutsideStep(Rule):
                     optimizer.step()
             """,
             note="under an `if`: the `if` moves with it",
+        ),
+        Invalid(
+            """
+            from torch.nn.utils import clip_grad_norm_
+            from torch.optim.lr_scheduler import StepLR
+            from mypackage import *
+
+            def train(model, loader, clip):
+                optimizer = make_optimizer(model)
+                scheduler = StepLR(optimizer, step_size=1000)
+                for batch in loader:
+                    loss = model.loss(batch)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    scheduler.step()
+                    clip_grad_norm_(model.parameters(), clip)
+            """,
+            line=15,
+            note="an optimizer of unknown type beside a scheduler that is evidently one",
         ),
     )
 
