@@ -147,14 +147,14 @@ class ClipOutsideStep(Rule):
         """ "optimizer", "other" (evidently not one: a scheduler), "unknown"."""
         if event.kind != STEP or event.receiver is None:
             return "other"
-        call = event.node
-        assert isinstance(call, ast.Call)
-        if event.args:
-            return "optimizer" if loops.scaler(event.receiver) is not None else "other"
-        if call.keywords or event.receiver.key is None:
+        if event.receiver.key is None:
             return "other"
         if loops.optimizer(event.receiver):
-            return "optimizer"
+            return "optimizer"  # also `optimizer.step(closure)`
+        if event.args:
+            # `scaler.step(optimizer)`; anything else stepped with an argument
+            # (`env.step(action)`) is not an optimizer step.
+            return "optimizer" if loops.scaler(event.receiver) is not None else "other"
         values = loops.values(event.receiver)
         imports = self.ctx.facts.imports
         if values and all(
