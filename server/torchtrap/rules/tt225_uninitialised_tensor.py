@@ -36,8 +36,8 @@ METADATA = words(
 )
 READ_FUNCTIONS = words(
     """
-    sum mean max min prod std var norm matmul mm bmm exp log sqrt abs add sub mul div cat
-    stack softmax log_softmax sigmoid tanh relu argmax argmin allclose equal isnan
+    sum mean max min prod std var norm matmul mm bmm exp log sqrt abs add sub mul div
+    softmax log_softmax sigmoid tanh relu argmax argmin allclose equal isnan
     """
 )
 
@@ -51,8 +51,8 @@ class UninitialisedTensor(Rule):
     `torch.FloatTensor(n, m)`, `torch.cuda.LongTensor(n)`,
     `torch.Tensor(x.size())`) when the first thing the same function does
     with `x` reads its elements: arithmetic (`x + 1`, `x += y`), a reduction
-    or math method (`x.sum()`, `x.add_(y)`), a torch function that reads
-    it (`torch.cat([x, y])`), or `print(x)`. A legacy constructor's tensor
+    or math method (`x.sum()`, `x.add_(y)`), a torch function that computes
+    with it (`torch.sum(x)`, `F.relu(x)`), or `print(x)`. A legacy constructor's tensor
     returned as it is (`return torch.FloatTensor(1, bsz, hidden)`) is
     flagged too: callers treat it as zeros.
 
@@ -66,7 +66,9 @@ class UninitialisedTensor(Rule):
     `torch.FloatTensor(array)`) or `torch.tensor(...)`, which copy; and
     for `nn.Parameter(torch.Tensor(n, m))` stored on a module, which a
     `reset_parameters` fills. Only looking at the size (`x.shape`,
-    `x.size(0)`) is not a use.
+    `x.size(0)`) is not a use, and neither is copying it along
+    (`torch.cat((t, padding))`: DETR pads a buffer for `all_gather` and cuts
+    the padding off after).
 
     ## Why is this bad?
     These calls allocate memory and do not initialise it, so the tensor
@@ -325,6 +327,10 @@ class UninitialisedTensor(Rule):
             """
             import torch
 
+            def pad(t, n):
+                padding = torch.empty(size=(n - len(t),), dtype=torch.uint8)
+                return torch.cat((t, padding), dim=0)
+
             def gather(x, n):
                 out = torch.empty(n, x.shape[1])
                 for i in range(out.shape[0]):
@@ -333,7 +339,7 @@ class UninitialisedTensor(Rule):
                 my_kernel(x, buf)
                 return out, buf
             """,
-            note="filled element by element, or by a call that may write it",
+            note="filled element by element, or by a call that may write it; padding copied along",
         ),
         Valid(
             """
