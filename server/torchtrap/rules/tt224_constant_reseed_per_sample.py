@@ -37,8 +37,9 @@ class ConstantReseedPerSample(Rule):
       attribute, when `s` is the same for every sample: a literal, a
       constant, a global, or a `self.` attribute that the per-sample code
       does not change;
-    - in a DataLoader's `worker_init_fn` (a `def`, a lambda or a
-      `functools.partial`, also when it calls a local seeding helper),
+    - in a DataLoader's `worker_init_fn` (a `def`, a lambda, a
+      `functools.partial`, or the nested `def` a factory of the same file
+      returns; also when it calls a local seeding helper),
       when `s` is computed from `worker_id` and fixed values only
       (`np.random.seed(worker_id)`, `seed + worker_id`), or is fixed.
 
@@ -217,10 +218,30 @@ class ConstantReseedPerSample(Rule):
             bound = self.ctx.values.sources(init, call) if isinstance(init, ast.Name) else None
             values = [v for v, _ in bound] if bound else [init]
             for branch in (b for v in values for b in _branches(v)):
-                fn = resolve_function(branch, datasets, None)
+                fn = resolve_function(branch, datasets, None) or self._made_by(branch)
                 if fn is not None and not any(f is fn for f, _ in found):
                     found.append((fn, persistent))
         yield from found
+
+    def _made_by(self, expr: ast.expr) -> FunctionNode | None:
+        """The nested ``def`` a factory of this file returns
+        (``worker_init_fn=make_init_fn(seed)``)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        factory = local_function(expr, self.ctx.tree)
+        if factory is None:
+            return None
+        nested = {
+            s.name: s
+            for s in factory.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        returned = [
+            s.value for s in walk(factory) if isinstance(s, ast.Return) and s.value is not None
+        ]
+        if len(returned) != 1 or not isinstance(returned[0], ast.Name):
+            return None
+        return nested.get(returned[0].id)
 
     def _seeds_in(
         self, fn: FunctionNode, depth: int, env: dict[str, ast.expr]
@@ -565,6 +586,26 @@ class ConstantReseedPerSample(Rule):
             """,
             line=7,
             note="mmdet's pattern: a partial when a seed is set, a local, a seeding helper",
+        ),
+        Invalid(
+            """
+            import random
+            import torch
+            from torch.utils.data import DataLoader
+
+            def make_worker_init_fn(base_seed):
+                def init(worker_id):
+                    seed = int(base_seed) + int(worker_id)
+                    random.seed(seed)
+                    torch.manual_seed(seed)
+                return init
+
+            def build(ds, seed):
+                return DataLoader(ds, num_workers=4, worker_init_fn=make_worker_init_fn(seed))
+            """,
+            line=9,
+            message_contains="seeds from the worker id alone",
+            note="the nested function a factory returns",
         ),
     )
 
