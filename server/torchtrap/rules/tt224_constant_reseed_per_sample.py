@@ -202,11 +202,12 @@ class ConstantReseedPerSample(Rule):
     def _worker_inits(self) -> Iterator[tuple[FunctionNode, bool]]:
         datasets = self.ctx.values.datasets
         found: list[tuple[FunctionNode, bool]] = []
+        # Positional `worker_init_fn` (the 11th argument) only a DataLoader call knows.
+        positional = {id(d.node): d.argument("worker_init_fn") for d in self.ctx.facts.dataloaders}
         for call in self.ctx.facts.index.of(ast.Call):
             init = next((kw.value for kw in call.keywords if kw.arg == "worker_init_fn"), None)
             if init is None:
-                loader = next((d for d in self.ctx.facts.dataloaders if d.node is call), None)
-                init = loader.argument("worker_init_fn") if loader is not None else None
+                init = positional.get(id(call))
             if init is None:
                 continue
             persistent = any(

@@ -24,10 +24,12 @@ class ClipOutsideStep(Rule):
     - after the iteration's optimizer `step()` (itself after a
       `backward()`), with no step after the clip in that iteration.
 
-    The optimizer step is `optimizer.step()` on an optimizer (a
+    The optimizer step is `optimizer.step(...)` on an optimizer (a
     `torch.optim` optimizer built or annotated in this file),
-    `scaler.step(optimizer)`, or the iteration's only `x.step()` of a value
-    of unknown type. Helpers of the same file that the loop calls are
+    `scaler.step(optimizer)`, or the iteration's only `x.step()` (no
+    positional argument) of a value of unknown type; a value built here by
+    another known callable (`StepLR(...)`: a scheduler) is not one, nor is
+    `env.step(action)`. Helpers of the same file that the loop calls are
     followed, as for TT215 and TT217.
 
     Silent for a clip between `backward()` and `step()` (also under an
