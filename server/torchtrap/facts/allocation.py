@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchtrap.facts.imports import ImportTable
@@ -54,9 +55,13 @@ class Allocation:
     device: str | None = None  # "cuda" for torch.cuda.*Tensor
 
 
-def uninitialised(call: ast.Call, imports: ImportTable) -> Allocation | None:
+def uninitialised(
+    call: ast.Call, imports: ImportTable, is_int: Callable[[ast.expr], bool] | None = None
+) -> Allocation | None:
     """The allocation ``call`` makes when it leaves memory uninitialised
-    (not one with a literal 0 in its size: it has no element to read)."""
+    (not one with a literal 0 in its size: it has no element to read).
+    ``is_int``: the caller's evidence that a lone argument is an int (a
+    name bound to an int literal), for ``torch.Tensor(n)``."""
     if _empty_size(call):
         return None
     func = call.func
@@ -75,7 +80,8 @@ def uninitialised(call: ast.Call, imports: ImportTable) -> Allocation | None:
     # Two or more positional arguments can only be sizes; one may be data.
     if any(isinstance(a, ast.Starred) for a in call.args):
         return None
-    if len(call.args) == 1 and not size_like(call.args[0]):
+    lone = call.args[0] if len(call.args) == 1 else None
+    if lone is not None and not size_like(lone) and not (is_int is not None and is_int(lone)):
         return None
     device = "cuda" if head == "torch.cuda" else None
     return Allocation(call, qualname, "zeros", LEGACY_CONSTRUCTORS[last], device)

@@ -119,7 +119,7 @@ class UninitialisedTensor(Rule):
     def check(self) -> Iterable[Finding]:
         imports = self.ctx.facts.imports
         for call in self.ctx.facts.index.of(ast.Call):
-            alloc = uninitialised(call, imports)
+            alloc = uninitialised(call, imports, self._int_constant)
             if alloc is None:
                 continue
             up = parent(call)
@@ -152,6 +152,18 @@ class UninitialisedTensor(Rule):
                 yield self._finding(alloc, target.id, read)
 
     # -- detection ------------------------------------------------------------
+    def _int_constant(self, node: ast.expr) -> bool:
+        """A name bound once, to an int literal (``n = 10`` ... ``torch.Tensor(n)``)."""
+        if not isinstance(node, ast.Name):
+            return False
+        value = self.ctx.values.constant(node)
+        constant = value.constant
+        return (
+            constant is not None
+            and isinstance(constant.value, int)
+            and not isinstance(constant.value, bool)
+        )
+
     def _first_read(self, stmt: ast.stmt, name: str) -> ast.AST | None:
         """Where ``name`` (bound at ``stmt``) is first read, when its first
         use reads it; None when it writes it, may write it, or is not used."""
@@ -443,6 +455,32 @@ class UninitialisedTensor(Rule):
 
             def init_hidden(bsz, hidden):
                 return torch.zeros(1, bsz, hidden, dtype=torch.float32, device="cuda")
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            NUM_BINS = 16
+
+            def histogram(values):
+                bins = torch.Tensor(NUM_BINS)
+                for v in values:
+                    bins[int(v * NUM_BINS)] += 1
+                return bins
+            """,
+            line=7,
+            note="a size held in a name bound to an int literal",
+            fixed="""
+            import torch
+
+            NUM_BINS = 16
+
+            def histogram(values):
+                bins = torch.zeros(NUM_BINS)
+                for v in values:
+                    bins[int(v * NUM_BINS)] += 1
+                return bins
             """,
         ),
         Invalid(
