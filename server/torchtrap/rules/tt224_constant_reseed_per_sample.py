@@ -108,11 +108,11 @@ class ConstantReseedPerSample(Rule):
             for call, seed, via in self._seeds_in(init, 0, {}):
                 if id(call) in seen:
                     continue
-                verdict = self._epoch_fixed(seed, init, via)
+                verdict = self._epoch_fixed(seed, init)
                 if verdict is None or (verdict == "worker" and persistent):
                     continue
                 seen.add(id(call))
-                yield self._worker_finding(call, verdict, init, via)
+                yield self._worker_finding(call, verdict, via)
 
     # -- __getitem__ ------------------------------------------------------------
     def _per_sample_seeds(self, view: DatasetView) -> Iterator[tuple[ast.Call, FunctionNode]]:
@@ -267,9 +267,7 @@ class ConstantReseedPerSample(Rule):
                 for call, seed, via in self._seeds_in(helper, depth + 1, inner):
                     yield call, seed, (node, *via)
 
-    def _epoch_fixed(
-        self, seed: ast.expr, init: FunctionNode, via: tuple[ast.Call, ...]
-    ) -> str | None:
+    def _epoch_fixed(self, seed: ast.expr, init: FunctionNode) -> str | None:
         """ "worker": the seed is computed from the worker id and fixed
         values only; "fixed": from fixed values only; None: it changes
         (a call, a value this analysis cannot follow)."""
@@ -313,9 +311,7 @@ class ConstantReseedPerSample(Rule):
             message = f"`{shown}` runs for every sample: every sample gets the same random draws"
         return self.finding(call, message, fixes=self._removal(call))
 
-    def _worker_finding(
-        self, call: ast.Call, verdict: str, init: FunctionNode, via: tuple[ast.Call, ...]
-    ) -> Finding:
+    def _worker_finding(self, call: ast.Call, verdict: str, via: tuple[ast.Call, ...]) -> Finding:
         spelled = global_seeder(call, self.ctx.facts.imports) or "seed"
         if verdict == "worker":
             message = (

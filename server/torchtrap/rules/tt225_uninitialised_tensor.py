@@ -228,6 +228,8 @@ class UninitialisedTensor(Rule):
             if isinstance(up.ctx, ast.Store):
                 return None  # x[:] = ... fills it; x[i] = ... may, in a loop
             return outer if isinstance(outer, (ast.BinOp, ast.UnaryOp, ast.Compare)) else None
+        if isinstance(up, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in up.ops):
+            return None  # `x is None` looks at the object, not its elements
         if isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue)):
             return up
         if isinstance(up, (ast.List, ast.Tuple)):
