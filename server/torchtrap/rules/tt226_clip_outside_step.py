@@ -17,7 +17,7 @@ class ClipOutsideStep(Rule):
 
     ## What it does
     Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called in a
-    loop's iteration
+    loop's iteration (or in a function that is one training step)
 
     - before the iteration's `backward()`, when a `backward()` and then an
       optimizer `step()` follow it, or
@@ -92,10 +92,18 @@ class ClipOutsideStep(Rule):
     def check(self) -> Iterable[Finding]:
         loops = self.ctx.values.loops
         seen: set[int] = set()
-        for loop in loops.loops():
-            if not loops.may_backpropagate(loop):
-                continue
-            events = loops.iteration(loop)
+        # One pass of a loop's body, then the body of a function that is one
+        # training step (`def train_step(...)`, called from a loop elsewhere).
+        bodies: list[list[Event]] = [
+            loops.iteration(loop) for loop in loops.loops() if loops.may_backpropagate(loop)
+        ]
+        bodies += [
+            loops.function_events(fn)
+            for fn in self.ctx.facts.index.of_types(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and loops.may_backpropagate(fn)
+        ]
+        for events in bodies:
             for j, clip in enumerate(events):
                 if clip.kind != CLIP or id(clip.node) in seen:
                     continue
@@ -394,6 +402,32 @@ class ClipOutsideStep(Rule):
             """,
             line=15,
             note="an optimizer of unknown type beside a scheduler that is evidently one",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def train_step(model, batch, optimizer: torch.optim.Optimizer):
+                optimizer.zero_grad()
+                loss = model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                return loss.item()
+            """,
+            line=9,
+            note="a function that is one step (its loop is elsewhere)",
+            fixed="""
+            import torch
+
+            def train_step(model, batch, optimizer: torch.optim.Optimizer):
+                optimizer.zero_grad()
+                loss = model(batch).mean()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                return loss.item()
+            """,
         ),
     )
 
