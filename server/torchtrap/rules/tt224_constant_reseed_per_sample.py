@@ -7,7 +7,7 @@ import copy
 from collections.abc import Iterable, Iterator
 
 from torchtrap.facts.datasets import DatasetView, self_name, self_stores
-from torchtrap.facts.generators import global_seeder
+from torchtrap.facts.generators import global_draws, global_seeder, seeded_family
 from torchtrap.facts.index import parent, walk
 from torchtrap.facts.workers import local_function
 from torchtrap.findings import Applicability, Edit, Finding, Fix, unsafe_title
@@ -36,14 +36,19 @@ class ConstantReseedPerSample(Rule):
       `__call__` of a local transform class it calls through a `self`
       attribute, when `s` is the same for every sample: a literal, a
       constant, a global, or a `self.` attribute that the per-sample code
-      does not change;
+      does not change, and that code draws from the generator it seeds (a
+      `np.random`, `random` or `torch` draw, an augmentation library's
+      transform, or a call of an object stored on `self`, such as
+      `self.transform(img)`);
     - in a DataLoader's `worker_init_fn` (a `def`, a lambda, a
       `functools.partial`, or the nested `def` a factory of the same file
       returns; also when it calls a local seeding helper),
       when `s` is computed from `worker_id` and fixed values only
       (`np.random.seed(worker_id)`, `seed + worker_id`), or is fixed.
 
-    Silent for a seed that depends on the sample (`np.random.seed(index)`:
+    Silent for seeding a generator the per-sample code never draws from
+    (`random.seed(23)` before `np.random.uniform(...)`), for a seed that
+    depends on the sample (`np.random.seed(index)`:
     the same augmentation for the same sample every epoch, a deliberate
     choice for a fixed validation set), on a call (`torch.initial_seed()`,
     `get_worker_info().seed`, `time.time()`), for `np.random.seed()`
@@ -124,16 +129,23 @@ class ConstantReseedPerSample(Rule):
         functions: list[FunctionNode] = list(methods)
         functions += self._transforms(view, methods)
         functions += self._helpers(functions)
-        for fn in functions:
-            for node in walk(fn):
-                if (
-                    not isinstance(node, ast.Call)
-                    or global_seeder(node, self.ctx.facts.imports) is None
-                ):
-                    continue
-                seed = _seed_argument(node)
-                if seed is not None and self._sample_fixed(seed, fn, written):
-                    yield node, fn
+        imports = self.ctx.facts.imports
+        calls = [(n, fn) for fn in functions for n in walk(fn) if isinstance(n, ast.Call)]
+        # Which global generators the per-sample code draws from: seeding one
+        # that nothing draws from changes nothing. A call of a stored object
+        # (`self.transform(img)`) may draw from any of them.
+        drawn: set[str] = set()
+        for call, _ in calls:
+            drawn |= global_draws(call, imports)
+            if _stored_call(call):
+                drawn |= {"numpy", "random", "torch"}
+        for call, fn in calls:
+            spelled = global_seeder(call, imports)
+            if spelled is None or seeded_family(spelled) not in drawn:
+                continue
+            seed = _seed_argument(call)
+            if seed is not None and self._sample_fixed(seed, fn, written):
+                yield call, fn
 
     def _transforms(self, view: DatasetView, methods: list[Method]) -> list[FunctionNode]:
         """``__call__`` of local classes stored on ``self`` and called per sample."""
@@ -459,6 +471,26 @@ class ConstantReseedPerSample(Rule):
         ),
         Valid(
             """
+            import random
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            def homography():
+                random.seed(23)
+                return np.random.uniform(-5, 5)
+
+            class Synthetic(Dataset):
+                def __getitem__(self, idx):
+                    random.seed(23)
+                    return idx, homography()
+
+                def __len__(self):
+                    return 10
+            """,
+            note="`random` is seeded, but only numpy is drawn from",
+        ),
+        Valid(
+            """
             import numpy as np
             from torch.utils.data import DataLoader
 
@@ -626,6 +658,16 @@ def _reached_methods(view: DatasetView, entries: list[Method]) -> list[Method]:
             ):
                 todo.append(view.methods[node.attr])
     return list(seen.values())
+
+
+def _stored_call(call: ast.Call) -> bool:
+    """``self.transform(img)``: a call of an object stored on the instance."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
 
 
 def _seed_argument(call: ast.Call) -> ast.expr | None:
