@@ -117,6 +117,7 @@ class UninitialisedTensor(Rule):
     requires_text = ("empty", "Tensor(")
 
     def check(self) -> Iterable[Finding]:
+        self._scopes: dict[int, tuple[dict[str, list[ast.Name]], set[int]]] = {}
         imports = self.ctx.facts.imports
         for call in self.ctx.facts.index.of(ast.Call):
             alloc = uninitialised(call, imports, self._int_constant)
@@ -169,15 +170,8 @@ class UninitialisedTensor(Rule):
         use reads it; None when it writes it, may write it, or is not used."""
         scope = enclosing_scope(stmt)
         end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-        own = {id(n) for n in walk_scope(scope)}
-        uses = sorted(
-            (
-                n
-                for n in ast.walk(scope)
-                if isinstance(n, ast.Name) and n.id == name and (n.lineno, n.col_offset) >= end
-            ),
-            key=lambda n: (n.lineno, n.col_offset),
-        )
+        names, own = self._names_in(scope)
+        uses = [n for n in names.get(name, ()) if (n.lineno, n.col_offset) >= end]
         for use in uses:
             if id(use) not in own:
                 return None  # a closure or a decorator: it runs at another time
@@ -195,6 +189,21 @@ class UninitialisedTensor(Rule):
                 continue
             return verdict if isinstance(verdict, ast.AST) else None
         return None
+
+    def _names_in(self, scope: ast.AST) -> tuple[dict[str, list[ast.Name]], set[int]]:
+        """The names in ``scope`` (nested scopes included) by identifier, in
+        source order, and the ids of those in ``scope`` itself; once per scope."""
+        cache = self._scopes
+        if id(scope) not in cache:
+            names: dict[str, list[ast.Name]] = {}
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Name):
+                    names.setdefault(node.id, []).append(node)
+            for found in names.values():
+                found.sort(key=lambda n: (n.lineno, n.col_offset))
+            own = {id(n) for n in walk_scope(scope) if isinstance(n, ast.Name)}
+            cache[id(scope)] = (names, own)
+        return cache[id(scope)]
 
     def _use(self, name: ast.Name) -> ast.AST | str | None:
         """ "skip": only metadata; a node: a read there; None: a write or unknown."""
