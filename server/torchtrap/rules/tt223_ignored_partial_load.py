@@ -27,8 +27,10 @@ class IgnoredPartialLoad(Rule):
     does not).
 
     Silent when the result is assigned, returned, printed or passed on
-    (`msg = model.load_state_dict(sd, strict=False)`), with `strict=True`
-    or the default, with `strict=` a variable (the caller decides), for a
+    (`msg = model.load_state_dict(sd, strict=False)`), when the next
+    statement reports how much loaded (it reads `len(sd)` and
+    `model.state_dict()`, as yolov5's "Transferred 342/349 items"), with
+    `strict=True` or the default, with `strict=` a variable (the caller decides), for a
     receiver of another kind (an instance of a local class that is not an
     `nn.Module` and defines its own `load_state_dict`), and for a notebook
     cell's last expression (Jupyter displays the result).
@@ -88,6 +90,8 @@ class IgnoredPartialLoad(Rule):
             if stmt.lineno in self.ctx.displayed and parent(stmt) is self.ctx.tree:
                 continue
             if not self._module_receiver(call.func.value, stmt):
+                continue
+            if _counted_next(stmt, call):
                 continue
             yield self._finding(stmt, call)
 
@@ -199,6 +203,21 @@ class IgnoredPartialLoad(Rule):
             """,
             note="returned to the caller",
         ),
+        Valid(
+            """
+            import logging
+            import torch
+
+            LOGGER = logging.getLogger(__name__)
+
+            def transfer(model, weights):
+                csd = torch.load(weights)["model"].float().state_dict()
+                csd = {k: v for k, v in csd.items() if k in model.state_dict()}
+                model.load_state_dict(csd, strict=False)
+                LOGGER.info(f"Transferred {len(csd)}/{len(model.state_dict())} items")
+            """,
+            note="yolov5: the next statement reports how many keys loaded",
+        ),
     )
     invalid = (
         Invalid(
@@ -265,3 +284,42 @@ class IgnoredPartialLoad(Rule):
             note="a receiver of unknown type: `strict` is `nn.Module`'s; a positional False",
         ),
     )
+
+
+def _counted_next(stmt: ast.Expr, call: ast.Call) -> bool:
+    """The next statement reports how much loaded: it reads ``len(sd)`` of
+    the dict just loaded and ``<model>.state_dict()`` (yolov5's
+    "Transferred 342/349 items"), so a mismatch shows."""
+    up = parent(stmt)
+    block = next(
+        (
+            b
+            for b in (getattr(up, f, None) for f in ("body", "orelse", "finalbody"))
+            if isinstance(b, list) and any(s is stmt for s in b)
+        ),
+        None,
+    )
+    if block is None or not call.args or not isinstance(call.func, ast.Attribute):
+        return False
+    i = next(k for k, s in enumerate(block) if s is stmt)
+    if i + 1 >= len(block):
+        return False
+    loaded = ast.dump(call.args[0])
+    model = ast.dump(call.func.value)
+    nodes = list(ast.walk(block[i + 1]))
+    counts_loaded = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "len"
+        and n.args
+        and ast.dump(n.args[0]) == loaded
+        for n in nodes
+    )
+    reads_model = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "state_dict"
+        and ast.dump(n.func.value) == model
+        for n in nodes
+    )
+    return counts_loaded and reads_model
