@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from torchtrap.facts.imports import ImportTable
 from torchtrap.facts.index import parent
 
 # qualname -> the generator family (what a rule names in its message).
@@ -86,3 +87,90 @@ def setattr_name(call: ast.Call) -> str | None:
     ):
         return call.args[1].value
     return None
+
+
+# Calls that re-seed a process-global generator (numpy's legacy one,
+# Python's `random`, torch's CPU and CUDA ones): qualname -> the spelling
+# used in messages.
+GLOBAL_SEEDERS: dict[str, str] = {
+    "numpy.random.seed": "np.random.seed",
+    "random.seed": "random.seed",
+    "torch.manual_seed": "torch.manual_seed",
+    "torch.random.manual_seed": "torch.manual_seed",
+    "torch.cuda.manual_seed": "torch.cuda.manual_seed",
+    "torch.cuda.manual_seed_all": "torch.cuda.manual_seed_all",
+}
+
+
+def global_seeder(call: ast.Call, imports: ImportTable) -> str | None:
+    """How to spell the global generator ``call`` re-seeds (None: it does not)."""
+    return GLOBAL_SEEDERS.get(imports.qualname(call.func) or "")
+
+
+def seeded_family(spelled: str) -> str:
+    """The global generator a seeder spelled so re-seeds: "numpy", "random", "torch"."""
+    if spelled.startswith("np."):
+        return "numpy"
+    return "random" if spelled.startswith("random.") else "torch"
+
+
+# Module members that are not draws from the module's global generator.
+_NOT_DRAWS = frozenset(
+    {
+        "seed",
+        "get_state",
+        "set_state",
+        "getstate",
+        "setstate",
+        "RandomState",
+        "default_rng",
+        "Generator",
+        "SeedSequence",
+        "PCG64",
+        "MT19937",
+        "BitGenerator",
+        "Random",
+        "SystemRandom",
+    }
+)
+TORCH_DRAWS = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+    }
+)
+# In-place random fills: they draw from torch's global generator.
+TORCH_FILL_METHODS = frozenset(
+    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_"}
+)
+# Augmentation libraries whose transforms draw from the global generators.
+_AUGMENTATION_PACKAGES = ("torchvision.transforms", "albumentations", "imgaug")
+
+
+def global_draws(call: ast.Call, imports: ImportTable) -> frozenset[str]:
+    """The global generators ``call`` may draw from: "numpy" (``np.random.rand``),
+    "random" (``random.choice``), "torch" (``torch.randn``, ``x.normal_()``),
+    all three for an augmentation library's transform; empty otherwise."""
+    qualname = imports.qualname(call.func) or ""
+    head, _, last = qualname.rpartition(".")
+    if head == "numpy.random" and last not in _NOT_DRAWS:
+        return frozenset({"numpy"})
+    if head == "random" and last not in _NOT_DRAWS:
+        return frozenset({"random"})
+    if head == "torch" and last in TORCH_DRAWS:
+        return frozenset({"torch"})
+    if qualname.startswith(_AUGMENTATION_PACKAGES):
+        return frozenset({"numpy", "random", "torch"})
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in TORCH_FILL_METHODS and not qualname:
+        return frozenset({"torch"})
+    return frozenset()

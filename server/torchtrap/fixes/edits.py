@@ -134,3 +134,28 @@ def keyword_value_edit(source: SourceText, call: ast.Call, name: str, value: str
         if kw.arg == name:
             return replace(source, kw.value, value)
     return add_keyword_argument(source, call, name, value)
+
+
+def delete_lines(source: SourceText, stmt: ast.stmt) -> Edit:
+    """Remove ``stmt``'s whole lines (with their line break); for a
+    statement that is alone on its lines (see :func:`alone_on_lines`)."""
+    end = stmt.end_lineno or stmt.lineno
+    if end >= len(source.lines):
+        # The last line: take the line break before the statement instead.
+        start = (
+            Position(stmt.lineno - 1, len(source.line(stmt.lineno - 1)))
+            if stmt.lineno > 1
+            else Position(1, 0)
+        )
+        return Edit(Range(start, Position(end, len(source.line(end)))), "")
+    return Edit(Range(Position(stmt.lineno, 0), Position(end + 1, 0)), "")
+
+
+def alone_on_lines(source: SourceText, stmt: ast.stmt) -> bool:
+    """Nothing but ``stmt`` (and a trailing comment) on its lines: no
+    ``a; b``, no ``if x: stmt``."""
+    if source.position(stmt.lineno, stmt.col_offset).column != len(source.indentation(stmt.lineno)):
+        return False
+    end = stmt.end_lineno or stmt.lineno
+    tail = source.line(end)[source.position(end, stmt.end_col_offset or 0).column :]
+    return not tail.strip() or tail.strip().startswith("#")

@@ -33,6 +33,10 @@ from torchtrap.rules.tt219_unsafe_torch_load import UnsafeTorchLoad
 from torchtrap.rules.tt220_method_not_called import MethodNotCalled
 from torchtrap.rules.tt221_misspelled_grad_flag import MisspelledGradFlag
 from torchtrap.rules.tt222_parameter_lost_by_move import ParameterLostByMove
+from torchtrap.rules.tt223_ignored_partial_load import IgnoredPartialLoad
+from torchtrap.rules.tt224_constant_reseed_per_sample import ConstantReseedPerSample
+from torchtrap.rules.tt225_uninitialised_tensor import UninitialisedTensor
+from torchtrap.rules.tt226_clip_outside_step import ClipOutsideStep
 from torchtrap.rules.tt227_grad_mode_not_entered import GradModeNotEntered
 
 ALL_RULES: list[type[Rule]] = [
@@ -66,6 +70,10 @@ ALL_RULES: list[type[Rule]] = [
     MethodNotCalled,
     MisspelledGradFlag,
     ParameterLostByMove,
+    IgnoredPartialLoad,
+    ConstantReseedPerSample,
+    UninitialisedTensor,
+    ClipOutsideStep,
     GradModeNotEntered,
 ]
 

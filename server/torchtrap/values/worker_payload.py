@@ -58,14 +58,29 @@ def payload_culprits(
     else:
         culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
     for culprit in culprits:
-        if _seen_by_the_file_rules(culprit):
+        if _seen_by_the_file_rules(culprit) or _all_here(culprit, model.module):
             continue
         site = culprit.loader.obj.site
         node = calls.get((site.line, site.col))
         if node is None:
             continue
-        found.append(PayloadCulprit(culprit, node, _related(model, culprit, here)))
+        inside = Range.of(
+            node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0
+        )
+        related = [
+            row
+            for row in _related(model, culprit, here)
+            if row[0] is not None or not (inside.start <= row[1].start and row[1].end <= inside.end)
+        ]
+        found.append(PayloadCulprit(culprit, node, related))
     return found
+
+
+def _all_here(culprit: Culprit, module: str) -> bool:
+    """Every object of the chain made in this file, outside any helper's
+    copy: the file's own detection sees it (and says it at the object)."""
+    sites = [_made_at(hop) for hop in culprit.hop.chain()] + [culprit.made]
+    return all(s is not None and s.module == module and not s.ctx for s in sites)
 
 
 def _seen_by_the_file_rules(culprit: Culprit) -> bool:
