@@ -18,46 +18,8 @@ from tests.interproc.matrix import TRANSPORTS, Case, Outcome, cases, execute, ru
 
 # What the core misses today, by transport (a transport that fails for one
 # producer fails for all). The lead removes an entry when the core learns it.
-_KEY_FROM_PARAMETER = (
-    "REGISTRY[name] with `name` a parameter reads every entry: the constant each call "
-    "site passes is not used as the key, so get('b') also holds what get('a') makes"
-)
-MISSES: dict[str, str] = {
-    "import (__init__ star re-export)": (
-        "star-import sources of a module are looked up (and memoised) when a name of it is "
-        "first loaded; main.py is walked before pkg/__init__.py, whose `from .mod import *` "
-        "is not recorded yet, so pkg.thing stays empty"
-    ),
-    "forward (inside nn.Sequential)": (
-        "calling nn.Sequential(m) does not run m's forward: the library container's modules "
-        "are not modelled"
-    ),
-    "argparse default": (
-        "parser.add_argument('--workers', default=v) does not reach args.workers: "
-        "parse_args() is an opaque library call"
-    ),
-    "attribute (dataclass constructor argument)": (
-        "the __init__ that @dataclass generates is not modelled: Config(value=v) does not "
-        "reach cfg.value"
-    ),
-    "attribute (types.SimpleNamespace config)": (
-        "SimpleNamespace(value=v) is an opaque library call: its keywords do not become "
-        "fields, so cfg.value is only the library attribute types.SimpleNamespace.value"
-    ),
-}
-FALSE_POSITIVES: dict[str, str] = {
-    "factory (build(name) indexes the dict)": _KEY_FROM_PARAMETER,
-    "factory (get(name) in another file returns the constructor)": _KEY_FROM_PARAMETER,
-    "factory (registry filled by a decorator)": (
-        "REGISTRY[name] = fn with `name` a parameter of register() stores under an unknown "
-        "key, so every entry holds every registered builder"
-    ),
-    "forward (model from a factory)": _KEY_FROM_PARAMETER,
-    "container (dict.get)": (
-        "d.get('b') reads every entry of d (besides the 'b' entry) although all keys are "
-        "known constants"
-    ),
-}
+MISSES: dict[str, str] = {}
+FALSE_POSITIVES: dict[str, str] = {}
 REQUIRED_GROUPS = {
     "local",
     "helper return",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 from dataclasses import dataclass, field
 from typing import Any
 
 from torchtrap.core.objects import ClassObj, FuncObj, InstObj, Obj, Site
-from torchtrap.core.program import Program, load
+from torchtrap.core.program import Module, Program, absolute, load
 from torchtrap.core.scopes import bound_names
 from torchtrap.core.solver import Solver
 from torchtrap.core.walker import Walker
@@ -60,16 +61,40 @@ def _analyse(program: Program) -> Analysis:
         clone.origin = func
         clone.depth = len(ctx)
         solver.signatures[clone] = solver.signatures[func]
-        Walker(solver, program.modules[func.module.name], ctx).walk_body(clone, scope)  # type: ignore[arg-type]
+        # Past the interpreter's depth the copy stays partial, like its definition's walk.
+        with contextlib.suppress(RecursionError):
+            Walker(solver, program.modules[func.module.name], ctx).walk_body(clone, scope)  # type: ignore[arg-type]
         return clone
 
     solver.cloner = copy
     for module in program.modules.values():
-        Walker(solver, module).run()
+        _record_star_imports(solver, program, module)
+    for module in program.modules.values():
+        try:
+            Walker(solver, module).run()
+        except RecursionError:
+            # Code nested past the interpreter's depth (generated sums, long
+            # elif chains): what was walked stays, the rest is unknown.
+            program.skipped.append((module.obj.path, "nested too deeply to analyse"))
     solver.solve()
     _any_instance(solver)
     solver.solve()
     return Analysis(solver)
+
+
+def _record_star_imports(solver: Solver, program: Program, module: Module) -> None:
+    """Every module's ``from x import *`` before any module is walked: a
+    name read through a star import is resolved once, whatever the order."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            base = absolute(module.obj, node.level, node.module)
+            if base is None:
+                continue
+            found = program.find(base, module.obj) if node.level == 0 else program.modules.get(base)
+            if found is not None:
+                targets = solver.stars.setdefault(module.obj.name, [])
+                if found.obj.name not in targets:
+                    targets.append(found.obj.name)
 
 
 def _count_statements(tree: ast.Module) -> int:

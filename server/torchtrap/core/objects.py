@@ -76,7 +76,7 @@ class FuncObj(Obj):
 
 
 class ClassObj(Obj):
-    __slots__ = ("qname", "node", "module", "defines", "instance_attrs")
+    __slots__ = ("qname", "node", "module", "defines", "instance_attrs", "fields")
 
     def __init__(self, qname: str, node: ast.ClassDef, module: ModuleObj) -> None:
         self.qname = qname
@@ -84,6 +84,7 @@ class ClassObj(Obj):
         self.module = module
         self.defines: set[str] = set()  # names bound in the class body
         self.instance_attrs: set[str] = set()  # ``self.x = ...`` in its methods
+        self.fields: list[str] | None = None  # a dataclass's fields, in order
 
     def describe(self) -> str:
         return f"class {self.qname}"

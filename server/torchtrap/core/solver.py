@@ -39,9 +39,12 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Program
-from torchtrap.core.scopes import bound_names
+from torchtrap.core.scopes import bound_names, is_generator, lambda_numbers
 
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
 MAX_DOTS = 8  # a.b.c... chains of library attributes
@@ -124,6 +127,8 @@ class Solver:
         self.definitions: dict[FuncObj, tuple[object, dict[str, int]]] = {}
         self.ctx_nodes: dict[int, list[int]] = {}  # id(expression) -> its nodes in copies
         self.scope_memo: dict[int, tuple[set[str], set[str], set[str]]] = {}
+        self.lambda_memo: dict[int, dict[int, int]] = {}
+        self.generator_memo: dict[int, bool] = {}
         self.sizes: dict[FuncObj, int] = {}
         self.copies: dict[tuple[FuncObj, Site], FuncObj] = {}
         self.cloner: Callable[[FuncObj, tuple[Site, ...]], FuncObj] | None = None
@@ -262,6 +267,20 @@ class Solver:
             for handler in list(self.handlers[node]):
                 for obj in list(delta):
                     handler(obj)
+
+    def lambdas(self, node: ast.AST) -> dict[int, int]:
+        """``<lambdaN>`` numbers of a function's own lambdas (every copy of
+        the function asks again)."""
+        found = self.lambda_memo.get(id(node))
+        if found is None:
+            found = self.lambda_memo[id(node)] = lambda_numbers(node.body)  # type: ignore[attr-defined]
+        return found
+
+    def generator(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+        found = self.generator_memo.get(id(node))
+        if found is None:
+            found = self.generator_memo[id(node)] = is_generator(node)
+        return found
 
     def scope_names(self, node: ast.AST) -> tuple[set[str], set[str], set[str]]:
         found = self.scope_memo.get(id(node))
@@ -520,6 +539,9 @@ class Solver:
                 self.add(dst, (self.external(f"{obj.name}.{attr}"),))
         elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
             self.ext_field(obj, attr, dst)
+            callee = obj.callee if isinstance(obj, ExtCallObj) else None
+            if isinstance(callee, ExtAttrObj) and callee.attr in PARSE_METHODS:
+                self.edge(self.field(callee.base, f"<arg>{attr}"), dst)
             kind = obj.type_name if isinstance(obj, ExtCallObj) else None
             self.add(dst, (self.ext_attr(obj, attr, f"{kind}.{attr}" if kind else None),))
         elif isinstance(obj, ContainerObj):
@@ -562,6 +584,46 @@ class Solver:
                 self.add(dst, (self.ext_attr(obj, "[]", None),))
 
         self.on(base, one)
+
+    def load_key(self, base: int, key: int, dst: int, cs: CallSite) -> None:
+        """``box[k]`` with ``k`` a variable: what ``k`` holds picks the
+        entries (a factory's ``REGISTRY[name]`` called with "a" reads entry
+        "a"); a key that is not a constant reads them all."""
+
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ContainerObj) and obj.kind != "set":
+                self.on(key, functools.partial(self._keyed_load, obj, dst))
+            else:
+                self.load_elem(self.holding(obj), ALL, dst, cs)
+
+        self.on(base, one)
+
+    def _keyed_load(self, box: ContainerObj, dst: int, key: Obj) -> None:
+        if isinstance(key, ConstObj) and isinstance(key.value, (str, int)):
+            self.edge(self.elem(box, key.value), dst)
+            self.edge(self.elem(box, "?"), dst)
+        else:
+            self.edge(self.elem(box, ALL), dst)
+
+    def store_key(self, base: int, key: int, value: int) -> None:
+        """``box[k] = v`` with ``k`` a variable: stored under what ``k`` holds."""
+
+        def one(obj: Obj) -> None:
+            if isinstance(obj, ContainerObj):
+                self.on(key, functools.partial(self._keyed_store, obj, value))
+            else:
+                self.store_elem(self.holding(obj), ALL, value)
+
+        self.on(base, one)
+
+    def _keyed_store(self, box: ContainerObj, value: int, key: Obj) -> None:
+        self.edge(value, self.elem(box, ALL))
+        if isinstance(key, ConstObj) and isinstance(key.value, (str, int)):
+            self.edge(value, self.elem(box, key.value))
+            if box.kind == "dict":
+                self.add(self.elem(box, KEYS), (key,))
+        else:
+            self.edge(value, self.elem(box, "?"))
 
     def store_elem(self, base: int, key: object, value: int) -> None:
         def one(obj: Obj) -> None:
@@ -642,6 +704,7 @@ class Solver:
                 ("init", inst),
             )
             self.call(init, CallSite(cs.caller, cs.site, cs.args, cs.kwargs, self.node("None")))
+            self._dataclass_init(obj, inst, cs)
         elif isinstance(obj, InstObj):
             name = "forward" if self.is_module_like(obj.cls) else "__call__"
             self.call_method(obj, name, cs)
@@ -657,6 +720,28 @@ class Solver:
             if obj.qname:
                 self.record(cs.caller, obj.qname)
             self.add(cs.dst, (self._ext_call(obj, cs),))
+            self._library_method(obj, cs)
+        elif isinstance(obj, ExtCallObj):
+            self._call_library_object(obj, cs)
+
+    def _dataclass_init(self, cls: ClassObj, inst: InstObj, cs: CallSite) -> None:
+        """The ``__init__`` a dataclass is given: arguments in field order
+        (base classes' fields first), stored on the instance."""
+        names: list[str] = []
+        for klass in reversed(self.mro(cls)):
+            if isinstance(klass, ClassObj) and klass.fields is not None:
+                if "__init__" in klass.defines:
+                    return
+                names.extend(n for n in klass.fields if n not in names)
+        if not names:
+            return
+        for name, (node, starred) in zip(names, cs.args, strict=False):
+            if starred:
+                break
+            self.edge(node, self.field(inst, name))
+        for key, node in cs.kwargs:
+            if key in names:
+                self.edge(node, self.field(inst, key))
 
     def instance(self, cls: ClassObj, site: Site | None) -> InstObj:
         return self.obj(("inst", cls, site), lambda: InstObj(cls, site))  # type: ignore[return-value]
@@ -669,6 +754,39 @@ class Solver:
         if isinstance(value, ExternalObj) and not value.name.startswith("<builtin>."):
             return (self.ext_attr(inst, "__init__", value.name),)
         return ()
+
+    def _library_method(self, obj: ExtAttrObj, cs: CallSite) -> None:
+        """Library methods whose effect the model needs: argparse's
+        ``add_argument(..., default=v)`` (what ``args.x`` holds when the
+        command line does not say), and ``parse_args()``'s namespace."""
+        base = obj.base
+        if obj.attr == "add_argument" and isinstance(base, ExtCallObj):
+            kwargs = {k: n for k, n in cs.kwargs if k is not None}
+            if "default" not in kwargs:
+                return
+            dest_node = kwargs.get("dest")
+            names = [n for n, starred in cs.args if not starred]
+            for node in [dest_node] if dest_node is not None else names:
+                self.on(node, functools.partial(self._argument_default, base, kwargs["default"]))
+
+    def _argument_default(self, parser: Obj, default: int, name: Obj) -> None:
+        if isinstance(name, ConstObj) and isinstance(name.value, str):
+            dest = name.value.lstrip("-").replace("-", "_")
+            long_or_positional = name.value.startswith("--") or not name.value.startswith("-")
+            if dest.isidentifier() and long_or_positional:
+                self.edge(default, self.field(parser, f"<arg>{dest}"))
+
+    def _call_library_object(self, obj: ExtCallObj, cs: CallSite) -> None:
+        """Calling what a library call made: an ``nn.Sequential`` runs its
+        modules in turn (each one's ``forward`` gets the previous output)."""
+        if obj.type_name in SEQUENTIALS and cs.args:
+            previous = cs.args[0][0]
+            for node in obj.args:
+                out = self.node("sequential")
+                self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
+                previous = out
+            self.edge(previous, cs.dst)
+        self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:
         args = [n for n, _ in cs.args]
@@ -734,6 +852,10 @@ class Solver:
         self.add(cs.dst, (result,))
         if name in LOADERS:
             self._loader_calls(result, cs)
+        elif name in NAMESPACES:
+            for key, node in cs.kwargs:
+                if key is not None:
+                    self.edge(node, self._stored_field(result, key))
 
     def _loader_calls(self, loader: ExtCallObj, cs: CallSite) -> None:
         """What a DataLoader calls in its workers: the dataset's
@@ -746,7 +868,7 @@ class Solver:
                 return loader.kwargs[name]
             return loader.args[position] if position < len(loader.args) else None
 
-        index = self.node("index")
+        index = self.holding(self.external("<builtin>.int"))  # any index: reads every element
         for name, position, methods in (
             ("dataset", 0, ("__getitem__", "__iter__", "__len__")),
             ("sampler", 3, ("__iter__",)),
@@ -874,13 +996,7 @@ class Solver:
                     self.edge(n, self.elem(box, key))
                     self.edge(n, every)
         elif name in ("get", "pop", "setdefault", "__getitem__") and args:
-            self.load_elem(self.holding(box), ALL, cs.dst)  # a key may be any
-            self.on(
-                args[0],
-                lambda k: (
-                    self.edge(self.elem(box, k.value), cs.dst) if isinstance(k, ConstObj) else None
-                ),
-            )
+            self.on(args[0], functools.partial(self._keyed_load, box, cs.dst))
             if len(args) > 1:
                 self.edge(args[1], cs.dst)
                 if name == "setdefault":

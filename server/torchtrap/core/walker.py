@@ -28,7 +28,7 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Module, absolute
-from torchtrap.core.scopes import assigned_in, bound_names, is_generator, lambda_numbers
+from torchtrap.core.scopes import assigned_in, bound_names, lambda_numbers
 from torchtrap.core.solver import ALL, KEYS, CallSite, Signature, Solver
 
 Env = dict[str, frozenset[int]]
@@ -361,9 +361,7 @@ class Walker:
         found = program.find(base, self.mod) if node.level == 0 else program.modules.get(base)
         for alias in node.names:
             if alias.name == "*":
-                if found is not None:
-                    solver.stars.setdefault(self.mod.name, []).append(found.obj.name)
-                continue
+                continue  # recorded for every module before the walk
             value = solver.node(f"import {alias.name}")
             if found is not None:
                 sub = solver.module_obj(f"{found.obj.name}.{alias.name}")
@@ -408,8 +406,8 @@ class Walker:
         kind: str,
     ) -> FuncObj:
         solver = self.solver
-        cls = scope.obj if scope.kind == "class" else None
-        func = FuncObj(qname, node, self.mod, cls, kind, is_generator(node))  # type: ignore[arg-type]
+        cls = scope.obj if isinstance(scope.obj, ClassObj) else None
+        func = FuncObj(qname, node, self.mod, cls, kind, self.solver.generator(node))
         solver.functions.append(func)
         args = node.args
         positional = [a.arg for a in args.posonlyargs + args.args]
@@ -446,7 +444,6 @@ class Walker:
             )
         if sig.kwarg:
             solver.add(solver.param(func, sig.kwarg), (solver.container("dict", self.site(node)),))
-        body: list[ast.stmt] | ast.expr = node.body
         names, declared_global, declared_nonlocal = solver.scope_names(node)
         params = sig.positional + sig.kwonly + [n for n in (sig.vararg, sig.kwarg) if n]
         inner = Scope(
@@ -457,7 +454,7 @@ class Walker:
             names | set(params),
             declared_global,
             declared_nonlocal,
-            lambda_numbers(body),
+            solver.lambdas(node),
         )
         inner_env: Env = {}
         for name in params:
@@ -503,6 +500,14 @@ class Walker:
         names, _, _ = bound_names(node.body)
         cls.defines = names
         cls.instance_attrs = _instance_attrs(node)
+        if any(_dataclass_decorator(dec) for dec in node.decorator_list):
+            cls.fields = [
+                stmt.target.id
+                for stmt in node.body
+                if isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and "ClassVar" not in ast.unparse(stmt.annotation)
+            ]
         inner = Scope("class", cls, cls.qname, scope, names, lambdas=lambda_numbers(node.body))
         self.block(node.body, inner, {})
         value = self.decorate(list(node.decorator_list), solver.holding(cls), scope, env)
@@ -531,8 +536,9 @@ class Walker:
             base = self.expr(target.value, scope, env)
             key = self.const_key(target.slice)
             if key is None:
-                self.expr(target.slice, scope, env)
-            solver.store_elem(base, ALL if key is None else key, value)
+                solver.store_key(base, self.expr(target.slice, scope, env), value)
+            else:
+                solver.store_elem(base, key, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = target.elts
             if (
@@ -658,16 +664,12 @@ class Walker:
                 self.slice(base, node.slice, out, node)
                 return out
             key = self.const_key(node.slice)
+            index = self.expr(node.slice, scope, env)
+            cs = CallSite(scope.code_owner, self.site(node), [(index, False)], [], out)
             if key is None:
-                self.expr(node.slice, scope, env)
-            cs = CallSite(
-                scope.code_owner,
-                self.site(node),
-                [(self.expr_nodes.get(id(node.slice), solver.node()), False)],
-                [],
-                out,
-            )
-            solver.load_elem(base, ALL if key is None else key, out, cs)
+                solver.load_key(base, index, out, cs)
+            else:
+                solver.load_elem(base, key, out, cs)
             return out
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             kind = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set"}[type(node)]
@@ -833,6 +835,20 @@ class Walker:
             ),
         )
         return out
+
+
+DATACLASS_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "attrs", "s"})
+
+
+def _dataclass_decorator(dec: ast.expr) -> bool:
+    """``@dataclass``, ``@dataclasses.dataclass(...)``, attrs' ``@define``:
+    the class gets an ``__init__`` that stores its fields."""
+    if isinstance(dec, ast.Call):
+        dec = dec.func
+    name = (
+        dec.id if isinstance(dec, ast.Name) else dec.attr if isinstance(dec, ast.Attribute) else ""
+    )
+    return name in DATACLASS_DECORATORS and (name != "s" or isinstance(dec, ast.Attribute))
 
 
 def _instance_attrs(node: ast.ClassDef) -> set[str]:
