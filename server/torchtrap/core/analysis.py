@@ -22,7 +22,7 @@ STEPS_PER_STATEMENT = 2_000
 @dataclass
 class Analysis:
     solver: Solver
-    memo: dict[str, Any] = field(default_factory=dict)  # queries' indexes, made once
+    memo: dict[object, Any] = field(default_factory=dict)  # queries' indexes, made once
 
     def values(self, expr: ast.expr) -> frozenset[Obj] | None:
         """The objects ``expr`` may hold; None when unknown (never walked,

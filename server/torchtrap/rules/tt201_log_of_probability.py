@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 
-from torchtrap.facts.remote import remote_where
+from torchtrap.facts.index import enclosing_function
+from torchtrap.facts.remote import remote_where, same_file
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -13,6 +15,7 @@ from torchtrap.findings import (
     Fix,
     Position,
     Range,
+    RelatedLocation,
     Severity,
     line_text,
     unsafe_title,
@@ -21,6 +24,8 @@ from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
 from torchtrap.values.assumptions import Assumption, probability_assumption
+from torchtrap.values.program import module_model
+from torchtrap.values.program_values import ProgramProbability, program_probability
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
 # 1e-4 is nonzero in float16, bfloat16 and float32, its log is finite, and the
@@ -37,6 +42,50 @@ SOFTMAX_FUNCTIONS = {
 }
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
 _ATOMIC = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _changed_in_place(arg: ast.expr, scope: ast.AST) -> bool:
+    """The argument's variable is modified in place somewhere in its
+    function: an in-place method (``p.clamp_``), ``p += eps``, ``out=p``,
+    ``p[...] = ...``."""
+    name = _root_name(arg)
+    if name is None:
+        return False
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr.endswith("_")
+                and _root_name(func.value) == name
+            ):
+                return True
+            if any(k.arg == "out" and _root_name(k.value) == name for k in node.keywords):
+                return True
+        elif _writes_into(node, name):
+            return True
+    return False
+
+
+def _writes_into(node: ast.AST, name: str) -> bool:
+    """``name += ...`` or ``name[...] = ...``."""
+    if isinstance(node, ast.AugAssign):
+        return _root_name(node.target) == name
+    return isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Subscript) and _root_name(t) == name for t in node.targets
+    )
+
+
+def _inside(line: int, scope: ast.AST) -> bool:
+    start = getattr(scope, "lineno", 1)
+    end = getattr(scope, "end_lineno", None)
+    return end is None or start <= line <= end
 
 
 class LogOfProbability(Rule):
@@ -117,13 +166,64 @@ class LogOfProbability(Rule):
                 yield self._finding(call, arg, base, method_form, prob)
                 continue
             maybe = value.probability
-            if maybe is None or maybe.guarded or maybe.scaled:
+            if maybe is None:
+                program = self._program_probability(arg)
+                if program is not None:
+                    yield self._program_finding(call, arg, base, method_form, program)
+                continue
+            if maybe.guarded or maybe.scaled:
                 continue
             assumption = probability_assumption(value, maybe, self.ctx.path)
             if assumption is not None:
                 yield self._may_finding(call, arg, base, method_form, maybe, assumption)
 
     # -- detection ------------------------------------------------------------
+    def _program_probability(self, arg: ast.expr) -> ProgramProbability | None:
+        """What the whole-program model says ``arg`` holds, when the
+        module's own values cannot say: a module whose ``forward`` (in
+        another file, through a factory) ends in a softmax, ``self.pi(s)``."""
+        if not isinstance(arg, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)):
+            return None
+        scope = enclosing_function(arg) or self.ctx.tree
+        if _changed_in_place(arg, scope):
+            return None  # p.clamp_(...), p += eps, out=p: the module's values judge those
+        ctx = self.ctx
+        model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+        found = program_probability(model, arg) if model is not None else None
+        if found is None or model is None:
+            return None
+        if found.made.module == model.module and _inside(found.made.line, scope):
+            return None  # computed in this function: the module's values judge it
+        return found
+
+    def _program_finding(
+        self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: ProgramProbability
+    ) -> Finding:
+        log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
+        ctx = self.ctx
+        model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+        where = model.where(prob.made.module, prob.made.line, prob.made.col) if model else None
+        related = []
+        shown = ""
+        if where is not None:
+            path, rng = where
+            elsewhere = not same_file(path, ctx.path)
+            related.append(
+                RelatedLocation(
+                    rng, f"the {prob.kind} is computed here", path=path if elsewhere else None
+                )
+            )
+            shown = f" ({os.path.basename(path)}:{rng.start.line})"
+        then = "-inf and a NaN gradient"
+        if prob.kind == "softmax":
+            consequence = f"{then} once one class takes all the mass"
+        else:
+            consequence = f"{then} for saturated inputs"
+        message = f"{log_text} of a {prob.kind} output{shown}: {consequence}"
+        return self.finding(
+            call, message, fixes=[self._clamp_fix(call, arg, method_form)], related=related
+        )
+
     def _log_argument(self, call: ast.Call) -> tuple[ast.expr, str, bool] | None:
         """(argument, "log"/"log2"/"log10", method form?) of a torch log call."""
         func = call.func

@@ -30,8 +30,11 @@ def limit(files: int, edited_files: int) -> None:
     budget (measured: about 2 s per 100 files of real code)."""
     global MAX_FILES, MAX_EDITED_FILES
     MAX_FILES, MAX_EDITED_FILES = files, edited_files
+
+
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
-_MEMO_SLOTS = 2
+_MEMO_SLOTS = 4
+MAX_IMPORTED = 40  # modules a one-expression question may cost
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
 
 
@@ -66,20 +69,56 @@ def _size(node: ast.expr) -> tuple[int, int]:
 
 
 def program_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
-    """The model of the project the file at ``path`` (now holding
-    ``text``, parsed as ``tree``) belongs to, or of the file alone without
-    a project; None when too large."""
+    """The model the worker rules ask: the modules that build DataLoaders
+    and what they import, in the project the file at ``path`` (now holding
+    ``text``, parsed as ``tree``) belongs to, or the file alone without a
+    project; None when too large or when this file builds no DataLoader."""
     this = os.path.abspath(path)
     own = project.summary(this) if project is not None else None
     if own is not None and not own.dataloaders:
         return None  # no DataLoader here: nothing for the model to answer
+    return _model(project, this, text, tree, _reached(project, this), MAX_FILES)
+
+
+def module_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
+    """A model of this file and what it imports (transitively), for a
+    question about one of its expressions (what a module's ``forward``
+    returns); the loaders' model when it already holds the file. None past
+    ``MAX_IMPORTED`` modules: a question about one expression is not worth a
+    whole-program pass."""
+    this = os.path.abspath(path)
+    for owner, analysis in _MEMO.values():
+        if owner is not project:
+            continue
+        module = next(
+            (m for m in analysis.solver.program.modules.values() if m.obj.path == this), None
+        )
+        if module is not None and _same_as_disk(this, text):
+            return Model(analysis, module.obj.name)
+    if project is None:
+        return _model(project, this, text, tree, [], MAX_IMPORTED)
+    own = project.summary(this)
+    reached = _closure(project, [own], MAX_IMPORTED) if own is not None else []
+    if len(reached) > MAX_IMPORTED:
+        return None
+    return _model(project, this, text, tree, reached, MAX_IMPORTED)
+
+
+def _model(
+    project: Project | None,
+    this: str,
+    text: str,
+    tree: ast.Module,
+    reached: list[ModuleSummary],
+    most: int,
+) -> Model | None:
     entries: dict[str, tuple[str, bool]] = {}
-    for summary in _reached(project, this):
+    for summary in reached:
         where = os.path.abspath(summary.path)
         entries[where] = (summary.module or _stem(where), summary.is_package)
     if this not in entries:
         entries[this] = (_stem(this), False)
-    if len(entries) > MAX_FILES:
+    if len(entries) > most:
         return None
     edited = not _same_as_disk(this, text)
     if edited and len(entries) > MAX_EDITED_FILES:
@@ -116,10 +155,20 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     memo = _REACHED.get(id(project))
     if memo is not None and memo[0] is project:
         return memo[1]
-    roots = [s for s in project if s.dataloaders]
+    found = _closure(project, [s for s in project if s.dataloaders])
+    _REACHED.clear()  # one project at a time: check has one, an editor's newest
+    _REACHED[id(project)] = (project, found)
+    return found
+
+
+def _closure(
+    project: Project, roots: list[ModuleSummary], limit: int | None = None
+) -> list[ModuleSummary]:
+    """``roots`` and the project modules they import, transitively, with
+    the packages above each (stopping past ``limit`` modules)."""
     seen: dict[str, ModuleSummary] = {}
     stack = list(roots)
-    while stack:
+    while stack and (limit is None or len(seen) <= limit):
         summary = stack.pop()
         if summary.path in seen:
             continue
@@ -128,9 +177,7 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
         parts = summary.module.split(".") if summary.module else []
         names.update(".".join(parts[:i]) for i in range(1, len(parts)))
         stack.extend(project.modules[n] for n in names if n in project.modules)
-    _REACHED.clear()  # one project at a time: check has one, an editor's newest
-    _REACHED[id(project)] = (project, list(seen.values()))
-    return _REACHED[id(project)][1]
+    return list(seen.values())
 
 
 def _stem(path: str) -> str:

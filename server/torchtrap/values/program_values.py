@@ -1,0 +1,97 @@
+"""Questions about one expression that the whole-program model answers
+when the module-level value layer cannot: what a module's ``forward``
+returns through calls in other functions and files, a method such as
+``self.pi(s)``, a factory's ``Sequential``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchtrap.core.objects import ExtAttrObj, ExtCallObj, Obj, Site
+from torchtrap.values.program import Model
+from torchtrap.values.tensor_ops import (
+    KEEP_METHODS,
+    SIGMOID_FUNCTIONS,
+    SIGMOID_MODULES,
+    SOFTMAX_FUNCTIONS,
+    SOFTMAX_MODULES,
+)
+
+SOFTMAX_METHODS = frozenset({"softmax"})
+SIGMOID_METHODS = frozenset({"sigmoid"})
+MAX_KEEP_STEPS = 8
+
+
+@dataclass(frozen=True)
+class ProgramProbability:
+    kind: str  # "softmax" or "sigmoid"
+    made: Site  # where the probability is computed
+
+
+def same_expression(model: Model, node: ast.expr) -> ast.expr | None:
+    """The model's node for ``node`` of the linted file (the model may have
+    parsed the file itself: matched by position and type)."""
+    index = model.analysis.memo.get(("positions", model.module))
+    if index is None:
+        module = model.analysis.solver.program.modules.get(model.module)
+        index = {}
+        if module is not None:
+            for found in ast.walk(module.tree):
+                if isinstance(found, ast.expr):
+                    key = (
+                        type(found),
+                        found.lineno,
+                        found.col_offset,
+                        found.end_lineno,
+                        found.end_col_offset,
+                    )
+                    index.setdefault(key, found)
+        model.analysis.memo[("positions", model.module)] = index
+    return index.get(
+        (type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    )
+
+
+def program_probability(model: Model, node: ast.expr) -> ProgramProbability | None:
+    """A softmax or sigmoid output on every path, as the model sees it."""
+    twin = same_expression(model, node)
+    if twin is None:
+        return None
+    values = model.analysis.values(twin)
+    if not values:
+        return None
+    found = [_probability(obj, MAX_KEEP_STEPS) for obj in values]
+    if any(f is None for f in found):
+        return None  # a value that is not a probability on some path
+    kinds = {f.kind for f in found if f is not None}
+    first = found[0]
+    return first if len(kinds) == 1 else None
+
+
+def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
+    if isinstance(obj, ExtAttrObj) and obj.attr == "[]" and steps > 0:
+        return _probability(obj.base, steps - 1)  # p[..., 0] is still p
+    if not isinstance(obj, ExtCallObj) or steps <= 0:
+        return None
+    name = obj.type_name
+    if name in SOFTMAX_FUNCTIONS:
+        return ProgramProbability("softmax", obj.site)
+    if name in SIGMOID_FUNCTIONS:
+        return ProgramProbability("sigmoid", obj.site)
+    callee = obj.callee
+    if isinstance(callee, ExtCallObj):  # calling a module object: nn.Softmax(dim=1)(x)
+        if callee.type_name in SOFTMAX_MODULES:
+            return ProgramProbability("softmax", obj.site)
+        if callee.type_name in SIGMOID_MODULES:
+            return ProgramProbability("sigmoid", obj.site)
+        return None
+    if isinstance(callee, ExtAttrObj):
+        if callee.attr in SOFTMAX_METHODS:
+            return ProgramProbability("softmax", obj.site)
+        if callee.attr in SIGMOID_METHODS:
+            return ProgramProbability("sigmoid", obj.site)
+        if callee.attr in KEEP_METHODS:  # p.gather(...), p.view(...): still p
+            return _probability(callee.base, steps - 1)
+    return None
