@@ -28,8 +28,9 @@ def limit(files: int, edited_files: int) -> None:
     """Smaller limits for an editor, which lints on every keystroke: the
     model is built only for projects it can build within a keystroke's
     budget (measured: about 2 s per 100 files of real code)."""
-    global MAX_FILES, MAX_EDITED_FILES
+    global MAX_FILES, MAX_EDITED_FILES, MAX_IMPORTED
     MAX_FILES, MAX_EDITED_FILES = files, edited_files
+    MAX_IMPORTED = min(MAX_IMPORTED, files)
 
 
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
