@@ -11,6 +11,8 @@ from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
 from torchtrap.values.loops import Ref
+from torchtrap.values.program import module_model
+from torchtrap.values.program_values import program_holds_only
 
 MODULE = "module"
 OPTIMIZER = "optimizer"
@@ -111,6 +113,18 @@ class MethodNotCalled(Rule):
         for kind, consequence in METHODS[attr.attr]:
             if self._is(kind, receiver, stmt):
                 return consequence
+        # A receiver made in another function or file (a parameter, a
+        # factory's result, a class of another module): the program's model.
+        if isinstance(receiver, (ast.Name, ast.Attribute)):
+            ctx = self.ctx
+            model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+            for kind, consequence in METHODS[attr.attr]:
+                if (
+                    kind != TENSOR
+                    and model is not None
+                    and program_holds_only(model, receiver, kind)
+                ):
+                    return consequence
         return None
 
     def _is(self, kind: str, receiver: ast.expr, stmt: ast.AST, depth: int = 0) -> bool:

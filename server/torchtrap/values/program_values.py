@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.core.objects import ExtAttrObj, ExtCallObj, Obj, Site
+from torchtrap.core.payload import is_module
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
     KEEP_METHODS,
@@ -95,3 +96,26 @@ def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
         if callee.attr in KEEP_METHODS:  # p.gather(...), p.view(...): still p
             return _probability(callee.base, steps - 1)
     return None
+
+
+def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
+    """Every object the model says ``node`` holds is a ``kind``: "module"
+    (an ``nn.Module``: a project subclass or a layer), "optimizer" or
+    "scheduler"; False when it holds nothing known."""
+    twin = same_expression(model, node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return False
+    if kind == "module":
+        return all(is_module(model.analysis, obj) for obj in values)
+    return all(_optim_kind(obj) == kind for obj in values)
+
+
+def _optim_kind(obj: Obj) -> str | None:
+    name = obj.type_name if isinstance(obj, ExtCallObj) else None
+    if not name or not name.startswith("torch.optim."):
+        return None
+    if name.startswith("torch.optim.lr_scheduler."):
+        return "scheduler"
+    last = name.rsplit(".", 1)[-1]
+    return "optimizer" if last[:1].isupper() else None
