@@ -58,7 +58,7 @@ def _analyse(program: Program) -> Analysis:
     def copy(func: FuncObj, ctx: tuple[Site, ...]) -> FuncObj:
         scope, _ = solver.definitions[func]
         clone = FuncObj(func.qname, func.node, func.module, func.cls, func.kind, func.is_generator)
-        clone.origin = func
+        clone.copy_of = func
         clone.depth = len(ctx)
         solver.signatures[clone] = solver.signatures[func]
         # Past the interpreter's depth the copy stays partial, like its definition's walk.

@@ -51,7 +51,7 @@ class ModuleObj(Obj):
 class FuncObj(Obj):
     """A function, method or lambda, by its definition."""
 
-    __slots__ = ("qname", "node", "module", "cls", "kind", "is_generator", "origin", "depth")
+    __slots__ = ("qname", "node", "module", "cls", "kind", "is_generator", "copy_of", "depth")
 
     def __init__(
         self,
@@ -68,8 +68,13 @@ class FuncObj(Obj):
         self.cls = cls
         self.kind = kind  # function, staticmethod, classmethod, property
         self.is_generator = is_generator
-        self.origin: FuncObj = self  # the definition a copy analyses for one call site
+        self.copy_of: FuncObj | None = None  # the definition a copy analyses for one call site
         self.depth = 0  # how many calls deep that copy is
+
+    @property
+    def origin(self) -> FuncObj:
+        """The definition (itself, unless a call site's copy)."""
+        return self.copy_of or self
 
     def describe(self) -> str:
         return f"function {self.qname}"

@@ -138,6 +138,41 @@ class Solver:
         self.steps = 0
         self.complete = True
 
+    def release(self) -> None:
+        """Drop the model's tables: the handlers' closures and partials
+        refer back to the solver, so a dropped model would otherwise wait
+        for a garbage collection (which an editor pays between keystrokes)."""
+        for table in (
+            self.pts,
+            self.pending,
+            self.succ,
+            self.handlers,
+            self.labels,
+            self.functions,
+            self.classes,
+        ):
+            table.clear()
+        for mapping in (
+            self.keyed,
+            self.objects,
+            self.calls,
+            self.signatures,
+            self.bases,
+            self.subclasses,
+            self.mro_memo,
+            self.watched,
+            self.copies,
+            self.definitions,
+            self.ext_loads,
+            self.box_keys,
+            self.field_keys,
+            self.expr_nodes,
+            self.ctx_nodes,
+        ):
+            mapping.clear()
+        self.edges.clear()
+        self.cloner = None
+
     # -- nodes ---------------------------------------------------------------------------
 
     def node(self, label: object = None) -> int:

@@ -139,7 +139,7 @@ def _model(
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
-            _MEMO.popitem(last=False)
+            _MEMO.popitem(last=False)[1][1].solver.release()
     else:
         _MEMO.move_to_end(key)
         analysis = found[1]
