@@ -7,7 +7,6 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from torchtrap.core.payload import chain_text, workers_text
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import (
     DatasetView,
@@ -208,23 +207,15 @@ class StoredRngInDataset(Rule):
     def _payload_finding(self, found: PayloadCulprit) -> Finding:
         """A generator the dataset owns through other objects (an
         augmentation object, a ``Compose`` of them, a helper's result)."""
-        culprit = found.culprit
-        certain = culprit.loader.workers.kind == "some"
-        message = (
-            f"{workers_text(culprit.loader.workers)}: every worker gets the same generator "
-            f"via {chain_text(culprit.hop)}: identical random numbers in each"
+        certain = found.culprit.loader.workers.kind == "some"
+        message = found.message(
+            "every worker gets the same generator", ": identical random numbers in each"
         )
-        if len(message) > MESSAGE_LIMIT:
-            message = (
-                f"{workers_text(culprit.loader.workers)}: every worker gets the same generator "
-                f"(via `{culprit.hop.via}`): identical random numbers in each"
-            )
-        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
         return self.finding(
             found.node,
             message,
             severity=Severity.ERROR if certain else Severity.WARNING,
-            related=related,
+            related=found.related,
         )
 
     # -- detection -----------------------------------------------------------

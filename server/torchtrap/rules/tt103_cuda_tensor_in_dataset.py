@@ -6,7 +6,6 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from torchtrap.core.payload import chain_text, workers_text
 from torchtrap.facts.dataloaders import Workers
 from torchtrap.facts.datasets import DatasetView, chain_root, self_name, self_stores
 from torchtrap.facts.devices import Cuda
@@ -18,7 +17,6 @@ from torchtrap.findings import (
     Finding,
     Fix,
     Range,
-    RelatedLocation,
     Severity,
     marked_title,
     unsafe_title,
@@ -52,10 +50,6 @@ HELD = (
     ": DataLoader workers {may}crash under fork, may read zeros under spawn",
     ": DataLoader workers {may}crash (fork), may read zeros (spawn)",
     ": {a}crash under fork, zeros under spawn",
-)
-PAYLOAD = (
-    ": {may}crash under fork, {may}read zeros under spawn",
-    ": {a}crash (fork) or zeros (spawn)",
 )
 IN_WORKER = (
     ", which {runs} in DataLoader workers: a crash under fork, zeros under spawn",
@@ -218,23 +212,8 @@ class CudaTensorInDataset(Rule):
         workers through other objects, functions or files."""
         culprit = found.culprit
         certain = culprit.sure == "certain" and culprit.loader.workers.kind == "some"
-        may = "" if certain else "may "
-        message = _first_fitting(
-            f"{workers_text(culprit.loader.workers)}: workers get a CUDA tensor via "
-            f"{chain_text(culprit.hop)}",
-            PAYLOAD,
-            may=may,
-            a="a possible " if may else "a ",
-        )
-        if len(message) > MESSAGE_LIMIT:
-            message = _first_fitting(
-                f"{workers_text(culprit.loader.workers)}: workers get a CUDA tensor via "
-                f"`{culprit.hop.via}`",
-                PAYLOAD,
-                may=may,
-                a="a possible " if may else "a ",
-            )
-        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
+        tail = ": a crash (fork) or zeros (spawn)" if certain else ": a possible crash or zeros"
+        message = found.message("workers get a CUDA tensor", tail)
         fixes: list[Fix] = []
         loader = next((lo for lo in self.ctx.facts.dataloaders if lo.node is found.node), None)
         if loader is not None and can_set_no_workers(loader) and loader.workers is Workers.SOME:
@@ -255,7 +234,7 @@ class CudaTensorInDataset(Rule):
             message,
             severity=Severity.ERROR if certain else Severity.WARNING,
             fixes=fixes,
-            related=related,
+            related=found.related,
         )
 
     # -- detection -----------------------------------------------------------

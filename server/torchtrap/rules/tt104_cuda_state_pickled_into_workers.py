@@ -6,15 +6,15 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torchtrap.core.payload import chain_text, describe, workers_text
+from torchtrap.core.payload import describe
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import located_phrase, self_name, self_stores
 from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.modules import holds_no_state
-from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
+from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.facts.workers import fork_only, is_cuda_expression
-from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, RelatedLocation, Severity
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import insert_before_statement
 from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -159,24 +159,14 @@ class CudaStatePickledIntoWorkers(Rule):
         """A model the whole program shows reaching this DataLoader's
         workers through a chain of objects (an owned object's model, a
         container, a bound method's owner, a helper in another file)."""
-        culprit = found.culprit
-        certain = culprit.loader.workers.kind == "some"
-        what = describe(culprit.hop.obj)
-        message = (
-            f"{workers_text(culprit.loader.workers)}: every worker gets a copy of the model "
-            f"`{what}` via {chain_text(culprit.hop)}"
-        )
-        if len(message) > MESSAGE_LIMIT:
-            message = (
-                f"{workers_text(culprit.loader.workers)}: every worker gets a copy of the model "
-                f"`{what}` (via `{culprit.hop.via}`)"
-            )
-        related = [RelatedLocation(rng, note, path=path) for path, rng, note in found.related]
+        certain = found.culprit.loader.workers.kind == "some"
+        what = describe(found.culprit.hop.obj)
+        message = found.message(f"every worker gets a copy of the model `{what}`")
         return self.finding(
             found.node,
             message,
             severity=Severity.WARNING if certain else Severity.INFO,
-            related=related,
+            related=found.related,
         )
 
     # -- detection -----------------------------------------------------------

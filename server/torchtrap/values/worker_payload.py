@@ -19,12 +19,15 @@ from torchtrap.core.objects import ClassObj, InstObj, Site
 from torchtrap.core.payload import (
     Culprit,
     Hop,
+    chain_text,
     cuda_culprits,
     describe,
     model_culprits,
     rng_culprits,
+    workers_text,
 )
-from torchtrap.findings import Range
+from torchtrap.facts.remote import MESSAGE_LIMIT
+from torchtrap.findings import Range, RelatedLocation
 from torchtrap.project.index import Project
 from torchtrap.values.program import Model, program_model
 
@@ -33,7 +36,16 @@ from torchtrap.values.program import Model, program_model
 class PayloadCulprit:
     culprit: Culprit
     node: ast.Call  # the DataLoader call in the linted file
-    related: list[tuple[str | None, Range, str]]  # (path or None for this file, range, note)
+    related: list[RelatedLocation]  # where each object of the chain is made
+
+    def message(self, gets: str, tail: str = "") -> str:
+        """``num_workers=4: {gets} via dataset `Rays` → `.aug`{tail}``, the
+        chain cut to its last step when the line would be too long."""
+        head = f"{workers_text(self.culprit.loader.workers)}: {gets}"
+        text = f"{head} via {chain_text(self.culprit.hop)}{tail}"
+        if len(text) > MESSAGE_LIMIT:
+            text = f"{head} (via `{self.culprit.hop.via}`){tail}"
+        return text
 
 
 def payload_culprits(
@@ -72,7 +84,8 @@ def payload_culprits(
             for row in _related(model, culprit, here)
             if row[0] is not None or not (inside.start <= row[1].start and row[1].end <= inside.end)
         ]
-        found.append(PayloadCulprit(culprit, node, related))
+        rows = [RelatedLocation(rng, note, path=path) for path, rng, note in related]
+        found.append(PayloadCulprit(culprit, node, rows))
     return found
 
 
