@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import random
 
+import pytest
 from lsprotocol import types
 
 from torchtrap.config import Config
 from torchtrap.findings import Position
+from torchtrap.lsp import configure_logging
 from torchtrap.lsp.actions import minimal_edit
 from torchtrap.lsp.carry import shift
 from torchtrap.lsp.documents import LineShift, TextDocument
@@ -159,3 +163,25 @@ def test_lint_keeps_no_module_alive() -> None:
     for _ in range(3):
         assert lint(source, str(example))
     assert live_modules() == before
+
+
+@pytest.mark.parametrize(("level", "pygls_shown"), [("INFO", False), ("DEBUG", True)])
+def test_pygls_noise_stays_out_of_an_info_log(level: str, pygls_shown: bool) -> None:
+    """pygls logs every message's JSON at INFO ("Sending data: ..."): the
+    server log at INFO keeps only our own lines; DEBUG shows everything."""
+    root, pygls = logging.getLogger(), logging.getLogger("pygls")
+    saved = (root.level, pygls.level)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    try:
+        configure_logging(handler, level)
+        logging.getLogger("pygls.protocol.json_rpc").info("Sending data: {}")
+        logging.getLogger("pygls.protocol.json_rpc").warning("a pygls warning")
+        logging.getLogger("torchtrap.lsp").info("linted a.py")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        pygls.setLevel(saved[1])
+    log = stream.getvalue()
+    assert "linted a.py" in log and "a pygls warning" in log
+    assert ("Sending data" in log) is pygls_shown

@@ -33,16 +33,27 @@ def _tcp_address(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def configure_logging(handler: logging.Handler, level: str) -> None:
+    """The server log at ``level``; pygls' own INFO lines ("Sending data: ..."
+    with every message's JSON, "Registered builtin feature ..." fifty times at
+    start) repeat the protocol trace, so pygls speaks only from WARNING unless
+    the log asks for DEBUG."""
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level)
+    numeric = root.getEffectiveLevel()
+    pygls = max(numeric, logging.WARNING) if numeric > logging.DEBUG else logging.NOTSET
+    logging.getLogger("pygls").setLevel(pygls)
+
+
 def run(args: argparse.Namespace) -> int:
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")
         if getattr(args, "log_file", None)
         else logging.StreamHandler(sys.stderr)
     )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(getattr(args, "log_level", "WARNING"))
+    configure_logging(handler, getattr(args, "log_level", "WARNING"))
 
     from torchtrap.lsp.app import create_server
     from torchtrap.values import program
@@ -85,4 +96,4 @@ def main(argv: list[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-__all__ = ["add_arguments", "main", "run"]
+__all__ = ["add_arguments", "configure_logging", "main", "run"]
