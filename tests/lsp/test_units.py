@@ -85,6 +85,51 @@ def test_carried_diagnostics_move_with_edits() -> None:
     assert shift([diag(1)], None, "file:///x.py") == []
 
 
+@pytest.mark.parametrize(
+    ("start", "end", "text", "expected"),
+    [
+        ((1, 0), (1, 0), "z = 0\n", LineShift(1, 0, 1)),  # lines typed above line 1
+        ((1, 5), (1, 5), "\nz = 0", LineShift(2, 1, 1)),  # Enter at the end of line 1
+        ((1, 2), (1, 2), "\n", LineShift(1, 1, 1)),  # Enter inside line 1: edited
+        ((1, 0), (2, 0), "", LineShift(1, 1, -1)),  # line 1 deleted
+        ((1, 2), (2, 0), "", LineShift(1, 2, -1)),  # line 2 joined to line 1
+    ],
+    ids=["above", "below", "split", "delete", "join"],
+)
+def test_line_shifts_name_only_edited_lines(
+    start: tuple[int, int], end: tuple[int, int], text: str, expected: LineShift
+) -> None:
+    """A line that only moves (lines typed above or below it) is not an
+    edited line: a finding carried across a syntax error moves with it."""
+    doc = TextDocument("file:///x.py", "x = 1\ny = 2\nw = 3\n", 1)
+    rng = types.Range(types.Position(*start), types.Position(*end))
+    change = types.TextDocumentContentChangePartial(range=rng, text=text)
+    assert doc.apply(change, UTF16) == expected
+
+
+def test_carried_related_locations_move_with_edits() -> None:
+    uri = "file:///x.py"
+
+    def at(line: int) -> types.Range:
+        return types.Range(types.Position(line, 0), types.Position(line, 3))
+
+    def related(line: int, where: str = uri) -> types.DiagnosticRelatedInformation:
+        return types.DiagnosticRelatedInformation(types.Location(where, at(line)), str(line))
+
+    other = "file:///y.py"
+    diag = types.Diagnostic(
+        range=at(6), message="", related_information=[related(0), related(4), related(2, other)]
+    )
+    # Two lines typed above line 0; line 4 edited.
+    (moved,) = shift([diag], LineShift(0, -1, 2), uri)
+    assert moved.range.start.line == 8
+    assert [
+        (r.location.uri, r.location.range.start.line) for r in moved.related_information or []
+    ] == [(uri, 2), (uri, 6), (other, 2)]
+    (kept,) = shift([diag], LineShift(4, 4, 0), uri)
+    assert [r.message for r in kept.related_information or []] == ["0", "2"]
+
+
 def test_ipython_is_masked_with_same_widths() -> None:
     cell = "%matplotlib inline\nx = !ls -la\n    !echo hi\nobj?\ny = 1"
     masked = mask_ipython(cell)

@@ -25,6 +25,24 @@ def _shift_related(
     return attrs.evolve(info, location=location)
 
 
+def _moved_related(
+    related: list[types.DiagnosticRelatedInformation] | None, change: LineShift, uri: str
+) -> list[types.DiagnosticRelatedInformation] | None:
+    """Related locations in the edited document move with the edit too (an
+    import the finding points at, below lines typed above it); one on an
+    edited line is dropped: where it went is not known."""
+    if not related:
+        return related
+    out = []
+    for info in related:
+        rng = info.location.range
+        if info.location.uri != uri or rng.end.line < change.first:
+            out.append(info)
+        elif rng.start.line > change.last:
+            out.append(_shift_related(info, change.delta) if change.delta else info)
+    return out or None
+
+
 def shift(
     diagnostics: list[types.Diagnostic], change: LineShift | None, uri: str
 ) -> list[types.Diagnostic]:
@@ -33,24 +51,15 @@ def shift(
     out = []
     for diag in diagnostics:
         if diag.range.end.line < change.first:
-            out.append(diag)
+            delta = 0
         elif diag.range.start.line > change.last:
-            if change.delta == 0:
-                out.append(diag)
-                continue
-            related = diag.related_information
-            if related:
-                related = [
-                    _shift_related(r, change.delta)
-                    if r.location.uri == uri and r.location.range.start.line > change.last
-                    else r
-                    for r in related
-                ]
-            out.append(
-                attrs.evolve(
-                    diag, range=_shift_range(diag.range, change.delta), related_information=related
-                )
-            )
+            delta = change.delta
+        else:
+            continue  # on an edited line: where it went is not known
+        related = _moved_related(diag.related_information, change, uri)
+        out.append(
+            attrs.evolve(diag, range=_shift_range(diag.range, delta), related_information=related)
+        )
     return out
 
 
