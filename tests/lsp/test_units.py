@@ -13,7 +13,7 @@ from torchtrap.config import Config
 from torchtrap.findings import Position
 from torchtrap.lsp import configure_logging
 from torchtrap.lsp.actions import minimal_edit
-from torchtrap.lsp.carry import shift
+from torchtrap.lsp.carry import CarryStore, shift
 from torchtrap.lsp.documents import LineShift, TextDocument
 from torchtrap.lsp.positions import (
     UTF8,
@@ -128,6 +128,21 @@ def test_carried_related_locations_move_with_edits() -> None:
     ] == [(uri, 2), (uri, 6), (other, 2)]
     (kept,) = shift([diag], LineShift(4, 4, 0), uri)
     assert [r.message for r in kept.related_information or []] == ["0", "2"]
+
+
+def test_carried_findings_of_another_cell_follow_this_one() -> None:
+    """A broken cell keeps its findings; one of them points into cell 1,
+    where lines are then typed above the pointed-at line."""
+    first, second = "vscode-notebook-cell:/n.ipynb#C0", "vscode-notebook-cell:/n.ipynb#C1"
+    rng = types.Range(types.Position(1, 0), types.Position(1, 3))
+    note = types.DiagnosticRelatedInformation(types.Location(first, rng), "imported here")
+    store = CarryStore()
+    store.remember(second, [types.Diagnostic(range=rng, message="", related_information=[note])])
+    store.moved(first, LineShift(0, -1, 2))
+    ((moved,),) = [d.related_information for d in store.get(second)]
+    assert moved.location.range.start.line == 3
+    store.moved(first, None)  # lines moved in a way not known: no pointer left
+    assert [d.related_information for d in store.get(second)] == [None]
 
 
 def test_ipython_is_masked_with_same_widths() -> None:

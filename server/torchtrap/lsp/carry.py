@@ -26,17 +26,23 @@ def _shift_related(
 
 
 def _moved_related(
-    related: list[types.DiagnosticRelatedInformation] | None, change: LineShift, uri: str
+    related: list[types.DiagnosticRelatedInformation] | None,
+    change: LineShift | None,
+    uri: str,
 ) -> list[types.DiagnosticRelatedInformation] | None:
-    """Related locations in the edited document move with the edit too (an
-    import the finding points at, below lines typed above it); one on an
-    edited line is dropped: where it went is not known."""
+    """Related locations in the edited document ``uri`` move with the edit
+    too (an import the finding points at, below lines typed above it); one
+    on an edited line is dropped: where it went is not known."""
     if not related:
         return related
     out = []
     for info in related:
         rng = info.location.range
-        if info.location.uri != uri or rng.end.line < change.first:
+        if info.location.uri != uri:
+            out.append(info)
+        elif change is None:
+            continue
+        elif rng.end.line < change.first:
             out.append(info)
         elif rng.start.line > change.last:
             out.append(_shift_related(info, change.delta) if change.delta else info)
@@ -82,6 +88,17 @@ class CarryStore:
     def moved(self, uri: str, change: LineShift | None) -> None:
         if uri in self._good:
             self._good[uri] = shift(self._good[uri], change, uri)
+        # Another cell's carried findings may point into this one.
+        for other, diagnostics in self._good.items():
+            if other != uri and any(
+                r.location.uri == uri for d in diagnostics for r in d.related_information or ()
+            ):
+                self._good[other] = [
+                    attrs.evolve(
+                        d, related_information=_moved_related(d.related_information, change, uri)
+                    )
+                    for d in diagnostics
+                ]
 
     def forget(self, uri: str) -> None:
         self._good.pop(uri, None)
