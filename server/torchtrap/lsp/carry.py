@@ -5,6 +5,8 @@ deleted above them); those on lines being edited are dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 from lsprotocol import types
 
@@ -26,7 +28,7 @@ def _shift_related(
 
 
 def _moved_related(
-    related: list[types.DiagnosticRelatedInformation] | None,
+    related: Sequence[types.DiagnosticRelatedInformation] | None,
     change: LineShift | None,
     uri: str,
 ) -> list[types.DiagnosticRelatedInformation] | None:
@@ -34,7 +36,7 @@ def _moved_related(
     too (an import the finding points at, below lines typed above it); one
     on an edited line is dropped: where it went is not known."""
     if not related:
-        return related
+        return None
     out = []
     for info in related:
         rng = info.location.range
