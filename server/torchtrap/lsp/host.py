@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from torchtrap.lsp.documents import DocumentStore
 from torchtrap.lsp.notebooks import NotebookStore
 from torchtrap.lsp.settings import Settings
+from torchtrap.project.index import Reads
 
 
 class UnitView(Protocol):
@@ -26,6 +27,11 @@ class UnitView(Protocol):
 
 class WorkspaceView(Protocol):
     """The workspace-diagnostics publisher, as far as the index drives it."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def reads_of(self, path: str) -> Reads | None: ...
 
     def index_ready(self) -> None: ...
 

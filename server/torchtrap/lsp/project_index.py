@@ -21,7 +21,8 @@ current, so that rules see other files (``ctx.project``) as in ``check``.
   not see yet (a new import), those linked to it by an import either way
   (``train.py`` imports ``datasets.py``, and TT101 in ``datasets.py`` reads
   ``train.py``'s DataLoaders), or through one module between them, or
-  both imported by a third: see project/graph.py.
+  both imported by a third: see project/graph.py. With workspace
+  diagnostics, the closed files so linked are linted again too.
 
 Everything here runs on the event loop except the parsing.
 """
@@ -345,6 +346,36 @@ class ProjectIndex:
             ):
                 self._relint(doc.uri)
         self._relint_notebooks(layout.root, changed)
+        self._recheck_closed(path, files, project, graph, changed)
+
+    def _recheck_closed(
+        self,
+        path: str,
+        files: dict[str, ModuleSummary],
+        project: Project,
+        graph: ImportGraph,
+        changed: list[ModuleSummary],
+    ) -> None:
+        """With workspace diagnostics, the closed files whose findings may
+        rest on ``path`` (by the same test as open documents: what their
+        last lint read, or an import link) are linted again, so that the
+        Problems panel stays what ``check`` says; ``path`` itself too when
+        it is closed (changed on disk: linted with its new summary)."""
+        workspace = self.ls.workspace_diags
+        if not workspace.active:
+            return
+        open_paths = {os.path.abspath(d.path) for d in self.ls.docs if d.path}
+        stale = [path] if path not in open_paths and path in files else []
+        for other, mine in files.items():
+            if other == path or other in open_paths:
+                continue
+            reads = workspace.reads_of(other)
+            if (reads is not None and any(reads.concerns(project, s) for s in changed)) or (
+                graph.concerns(project, mine, changed)
+            ):
+                stale.append(other)
+        if stale:
+            workspace.files_changed(stale)
 
     def _relint_notebooks(self, root: str, changed: list[ModuleSummary]) -> None:
         """Open notebooks of ``root`` that name the changed module (a notebook
