@@ -65,9 +65,9 @@ class LenLoaderAsSampleCount(Rule):
     `DistributedSampler` gives each replica its share (10 samples, 2
     replicas: `len(loader.sampler) == 5`, `len(loader.dataset) == 10`), a
     `SubsetRandomSampler` of 6 of 10 samples gives `len(loader.sampler) ==
-    6` (measured, torch 2.13). Otherwise unsafe: `drop_last` skips the last
-    partial batch, and a `batch_sampler` or `**kwargs` may load fewer
-    samples.
+    6` (measured, torch 2.13). Unsafe with `drop_last`, which skips the
+    last partial batch, or a `batch_sampler` or `**kwargs`, which may load
+    fewer samples.
 
     ## Example
     ```python
@@ -245,9 +245,10 @@ class LenLoaderAsSampleCount(Rule):
         # With a sampler (a DistributedSampler's replica, a subset) the loader
         # draws len(loader.sampler) samples, not len(loader.dataset): measured
         # 5 of 10 for replica 0 of 2, 6 of 10 for SubsetRandomSampler(range(6)).
+        # (DataLoader refuses a sampler with a batch_sampler.)
         sampled = any(d.argument("sampler") is not None for d in evidence.calls)
-        attr = "sampler" if sampled and not unknown else "dataset"
-        partial = bool(unknown) or (sampled and attr == "dataset")
+        attr = "sampler" if sampled else "dataset"
+        partial = bool(unknown)
         safe = bool(evidence.calls) and not partial
         message = _message(shown, core, attr, partial)
         batches_only = not evidence.calls and not evidence.annotated
@@ -255,7 +256,9 @@ class LenLoaderAsSampleCount(Rule):
             message = _message("loader", "it", attr, partial)
         end = source.node_range(loader).end
         title = f"Divide by `len({shown}.{attr})`"
-        if not safe:
+        if not safe and sampled:
+            title += " (unsafe: drop_last may skip the last partial batch)"
+        elif not safe:
             title += " (unsafe: a sampler or drop_last may load fewer samples)"
         fix = Fix(
             title,
@@ -493,7 +496,7 @@ class LenLoaderAsSampleCount(Rule):
                 return correct / len(loader)
             """,
             line=11,
-            message_contains="(mind the sampler)",
+            message_contains="use `len(loader.sampler)` (mind drop_last)",
             note="a sampler and drop_last: the fix is unsafe",
         ),
         Invalid(
@@ -623,7 +626,8 @@ def _batches(loader: DataLoaderCall) -> bool:
 def _message(loader: str, core: str, attr: str, partial: bool) -> str:
     message = f"`len({loader})` counts batches, not samples: `{core}` is a per-sample sum; "
     if partial:
-        return message + f"use `len({loader}.{attr})` (mind the sampler)"
+        mind = "drop_last" if attr == "sampler" else "the sampler"
+        return message + f"use `len({loader}.{attr})` (mind {mind})"
     return message + f"use `len({loader}.{attr})`"
 
 
