@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import random
 
 import pytest
@@ -249,3 +250,37 @@ def test_pygls_noise_stays_out_of_an_info_log(level: str, pygls_shown: bool) -> 
     assert "linted a.py" in log and "a pygls warning" in log
     assert ("Sending data" in log) is pygls_shown
     assert log.count("Cancel notification") == (3 if pygls_shown else 0)
+
+
+def test_the_reads_index_finds_what_each_reads_would() -> None:
+    """Workspace mode asks which closed files read a changed summary; the
+    inverted index answers as testing each file's reads does, after files
+    are recorded, re-recorded and forgotten."""
+    from tests.core.projects import PROJECTS, index
+    from torchtrap.lsp.workspace_diagnostics import ReadsIndex
+    from torchtrap.project.index import Change, Reads
+
+    project = index(PROJECTS / "flat")
+    summaries = list(project)
+    paths = [os.path.abspath(s.path) for s in summaries]
+    refs = sorted({ref for s in summaries for ref in project.provided(s)})
+    rng = random.Random(1)
+    table = ReadsIndex()
+    reads: dict[str, Reads] = {}
+    for step in range(200):
+        path = f"/closed/{rng.randrange(30)}.py"
+        if step % 7 == 0:
+            table.forget(path)
+            reads.pop(path, None)
+        else:
+            reads[path] = Reads(
+                paths=set(rng.sample(paths, rng.randrange(3))),
+                refs=set(rng.sample(refs, rng.randrange(4))),
+                all_loaders=rng.random() < 0.1,
+            )
+            table.record(path, reads[path])
+        for summary in summaries:
+            change = Change(project, summary)
+            brute = {p for p, r in reads.items() if r.touched(change)}
+            assert table.readers([change]) == brute
+    assert len(table) == len(reads)

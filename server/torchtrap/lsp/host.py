@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from torchtrap.lsp.documents import DocumentStore
 from torchtrap.lsp.notebooks import NotebookStore
 from torchtrap.lsp.settings import Settings
-from torchtrap.project.index import Reads
+from torchtrap.project.index import Change
 
 
 class UnitView(Protocol):
@@ -31,7 +31,7 @@ class WorkspaceView(Protocol):
     @property
     def active(self) -> bool: ...
 
-    def reads_of(self, path: str) -> Reads | None: ...
+    def readers(self, changes: Iterable[Change]) -> set[str]: ...
 
     def index_ready(self) -> None: ...
 
