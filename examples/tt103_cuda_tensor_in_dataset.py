@@ -13,7 +13,7 @@ prints the tensor before and after starting the workers under spawn
 driver and torch version; ``torchtrap probe`` measures it on your machine.
 
     torchtrap check examples/tt103_cuda_tensor_in_dataset.py   # TT103 error
-    torchtrap check --fix examples/tt103_cuda_tensor_in_dataset.py   # num_workers=0
+    torchtrap check --fix --unsafe-fixes examples/tt103_cuda_tensor_in_dataset.py  # workers=0
 """
 
 import torch

@@ -110,6 +110,10 @@ def test_tt103_example_is_flagged_and_fixed_without_cuda(tmp_path: Path) -> None
     copy = _copy("tt103_cuda_tensor_in_dataset.py", tmp_path)
     done = _torchtrap("--fix", "--exit-zero", str(copy), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+    # check --fix never changes a worker count: the num_workers=0 fix is unsafe.
+    assert copy.read_text(encoding="utf-8") == example.read_text(encoding="utf-8")
+    done = _torchtrap("--fix", "--unsafe-fixes", "--exit-zero", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
     fixed = copy.read_text(encoding="utf-8")
     assert "num_workers=0, multiprocessing_context=None" in fixed
     assert [c for c in _codes(copy) if c[0] == "TT103"] == []

@@ -119,3 +119,40 @@ def test_examples_are_unchanged_by_the_tests() -> None:
     # The e2e tests (VS Code Ctrl+.) rely on this exact line.
     text = (EXAMPLES / "tt202_discarded_clamp.py").read_text().splitlines()
     assert text.count("        prob.clamp(min=0.0001, max=1.0)") == 1
+
+
+SHARDED = """\
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def test(model, dataset):
+    # replica 0 of 2, as each process of a DDP run sees it
+    sampler = DistributedSampler(dataset, num_replicas=2, rank=0, shuffle=False)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    correct = 0
+    with torch.no_grad():
+        for data, target in loader:
+            correct += (model(data) == target).sum().item()
+    return correct / len(loader)
+
+
+data = TensorDataset(torch.arange(16), torch.arange(16))
+accuracy = test(lambda x: x, data)  # always right: the true accuracy is 1.0
+print(f"accuracy: {accuracy}")
+print("RESULT: ok" if accuracy == 1.0 else "RESULT: bug")
+"""
+
+
+def test_tt211_fix_with_a_distributed_sampler_divides_by_its_length(tmp_path: Path) -> None:
+    """Each replica sees len(loader.sampler) samples (8 of 16 here), so
+    dividing by len(loader.dataset) would report 0.5 for a perfect model."""
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED)
+    result, output = _result(script)
+    assert (result, "accuracy: 4.0" in output) == ("RESULT: bug", True), output
+    _fix(script)  # safe fixes only
+    fixed = script.read_text()
+    assert "    return correct / len(loader.sampler)\n" in fixed
+    assert _result(script)[0] == "RESULT: ok"
+    assert lint(fixed, str(script), rules=[get_rule("TT211")]) == []

@@ -1,5 +1,6 @@
 """TT104-TT107 beyond their own examples: message length, structural fixes
-that keep strings and comments, notebooks, where cross-file facts plug in."""
+that keep strings and comments, notebooks, where cross-file facts plug in;
+no safe fix of any rule changes a worker count."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import textwrap
 
 import pytest
 
+from torchtrap.config import from_table
 from torchtrap.engine import fix_source, lint
-from torchtrap.rules import RULES_BY_CODE
+from torchtrap.fixes.apply import apply_edits
+from torchtrap.rules import ALL_RULES, RULES_BY_CODE, Invalid, Rule
 
 WORKER_RULES = ("TT104", "TT105", "TT106", "TT107")
 
@@ -100,3 +103,38 @@ def test_main_guard_fix_keeps_dataset_classes_at_module_level() -> None:
         "FunctionDef",
         "If",
     ]
+
+
+def _worker_counts(source: str) -> list[str]:
+    return [
+        ast.unparse(kw.value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+        if kw.arg == "num_workers"
+    ]
+
+
+def _examples() -> list[object]:
+    return [
+        pytest.param(rule, example, id=f"{rule.code}-{i}")
+        for rule in ALL_RULES
+        for i, example in enumerate(rule.invalid)
+        if "num_workers" in example.code
+    ]
+
+
+@pytest.mark.parametrize(("rule", "example"), _examples())
+def test_no_safe_fix_changes_a_worker_count(rule: type[Rule], example: Invalid) -> None:
+    """A worker count is the program's speed, and a worker_init_fn runs only
+    in workers: ``check --fix`` (safe fixes only) never changes one."""
+    source = textwrap.dedent(example.code)
+    config = from_table(dict(example.config))
+    before = _worker_counts(source)
+    for finding in lint(source, "example.py", config, rules=[rule]):
+        for fix in finding.fixes:
+            if fix.is_safe:
+                fixed = apply_edits(source, fix.edits)
+                assert _worker_counts(fixed) == before, (rule.code, fix.title)
+    fixed, _ = fix_source(source, "example.py", config, rules=[rule])
+    assert _worker_counts(fixed) == before

@@ -68,6 +68,9 @@ const EXAMPLES = {
   tt201: 'tt201_log_of_softmax.py',
   tt202: 'tt202_discarded_clamp.py',
 };
+// One finding with a safe fix (TT211's len(loader.dataset)). Not TT103's example: its
+// num_workers=0 fix is unsafe (a worker count is never changed by --fix or Fix All).
+const FIX_ALL_FILE = 'tt211_len_loader_accuracy.py';
 
 const t0 = Date.now();
 const log = (/** @type {string} */ msg) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
@@ -585,7 +588,7 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = [...Object.values(EXAMPLES), 'tt103_cuda_tensor_in_dataset.py', CLOSED_FILE, UNSAFE_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), FIX_ALL_FILE, CLOSED_FILE, UNSAFE_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
@@ -884,7 +887,7 @@ async function main() {
     });
 
     await test('fix-all', async () => {
-      const file = 'tt103_cuda_tensor_in_dataset.py';
+      const file = FIX_ALL_FILE;
       const full = path.join(ws, file);
       const want = cliFixed(python, libs, file, fs.readFileSync(full, 'utf8'));
       if (want === fs.readFileSync(full, 'utf8')) {
@@ -892,7 +895,7 @@ async function main() {
       }
       await vs.openFile(file);
       await vs.openProblems();
-      await waitFor(async () => (await rowsFor(file)).some((r) => r.code === 'TT103'), 60_000, `TT103 in ${file}`);
+      await waitFor(async () => (await rowsFor(file)).some((r) => r.code === 'TT211'), 60_000, `TT211 in ${file}`);
       await vs.runCommand('TorchTrap: Fix All');
       const said = await vs.toast(/TorchTrap: (Fixed \d+ findings?|Nothing to fix)/);
       if (!/Fixed 1 finding\b/.test(said)) {

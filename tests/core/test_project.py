@@ -18,6 +18,7 @@ from torchtrap.project import (
     module_for,
     summarize_source,
 )
+from torchtrap.project.summary import module_key
 
 
 def test_summaries_are_plain_versioned_data() -> None:
@@ -168,6 +169,14 @@ def test_import_graph_finds_files_one_module_apart(tmp_path: Path) -> None:
     assert not concerns("a.py", "d.py") and not concerns("d.py", "a.py")
     assert not concerns("lone.py", "c.py") and not concerns("c.py", "lone.py")
     assert concerns("user.py", "pkg/impl.py")
+    # Found from the changed side (workspace re-checks), the same answers.
+    for changed in files:
+        if changed.endswith(".py"):
+            keys = graph.concerned(project, [summary(changed)])
+            for doc in files:
+                if doc.endswith(".py") and doc != changed:
+                    expected = concerns(doc, changed)
+                    assert (module_key(summary(doc)) in keys) == expected, (doc, changed)
 
     # Kept current one summary at a time: b.py stops importing c.py.
     path = tmp_path / "b.py"

@@ -24,7 +24,7 @@ async def test_actions_are_listed_without_edits_and_resolved(root: Path) -> None
         assert titles == [
             "TorchTrap (TT901): Replace `danger` with `safe`",
             "TorchTrap (TT901): Delete the call (unsafe: drops what it computes)",
-            "Ignore TT901 on this line",
+            "TorchTrap (TT901): Ignore on this line",
         ]
         assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
         assert [a.is_preferred for a in actions[:2]] == [True, None]  # the safe one
@@ -70,7 +70,8 @@ async def test_ignore_action_merges_comments(root: Path, line: str, expected: st
     async with session(root) as h:
         uri = h.open("a.py", f"x = 1\n{line}\n")
         await h.diagnostics(uri, 1)
-        ignore = [a for a in await h.code_actions(uri, 1) if a.title.startswith("Ignore")]
+        actions = await h.code_actions(uri, 1)
+        ignore = [a for a in actions if a.title.endswith("Ignore on this line")]
         assert len(ignore) == 1 and ignore[0].edit is not None
         version = h.apply_workspace_edit(ignore[0].edit)
         assert h.texts[uri].splitlines()[1] == expected

@@ -268,3 +268,24 @@ async def test_syntax_errors_are_hidden_by_default(root: Path) -> None:
         version = nb.set_text(0, "danger(0)\nfor epoch in range(3):")
         # No TT000 squiggle while the block has no body; the finding stays.
         assert [d.code for d in await h.diagnostics(nb.uri_of(0), version)] == ["TT901"]
+
+
+async def test_problems_rows_name_the_cell(root: Path) -> None:
+    """The Problems panel groups a notebook's rows under the notebook: each
+    message names its cell, counted as Jupyter does (markdown included)."""
+    async with session(root, settings={"showSyntaxErrors": True}) as h:
+        nb = Notebook(
+            h,
+            root / "rows.ipynb",
+            [("code", "danger(0)"), ("markdown", "# notes"), ("code", "x = 1\ndanger(x)")],
+        )
+        (first,) = await h.diagnostics(nb.uri_of(0), 1)
+        (third,) = await h.diagnostics(nb.uri_of(2), 1)
+        assert first.message.startswith("cell 1: ") and third.message.startswith("cell 3: ")
+        version = nb.set_text(2, "x = 1\ndef f(:")
+        (error,) = await h.diagnostics(nb.uri_of(2), version)
+        assert error.code == "TT000" and error.message.startswith("cell 3: TorchTrap cannot parse")
+        # A plain file's rows carry no cell.
+        uri = h.open("plain.py", "danger(1)\n")
+        (plain,) = await h.diagnostics(uri, 1)
+        assert not plain.message.startswith("cell")

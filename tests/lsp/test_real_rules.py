@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.lsp.lsp_harness import Harness, capabilities, session
+from tests.lsp.lsp_harness import Harness, capabilities, edits_by_uri, session
 from torchtrap.config import Config, from_table
 from torchtrap.engine import lint
+from torchtrap.lsp.actions import ignore_title
 from torchtrap.rules import ALL_RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,11 @@ async def _check_fixes(h: Harness, name: str, text: str, code: str, config: Conf
     for diag in [d for d in diags if d.code == code]:
         line = diag.range.start.line
         actions = await h.code_actions(uri, line, only=["quickfix"])
-        fixes = [a for a in actions if a.title.startswith(f"TorchTrap ({code})")]
+        fixes = [
+            a
+            for a in actions
+            if a.title.startswith(f"TorchTrap ({code})") and a.title != ignore_title(code)
+        ]
         for action in fixes:
             resolved = await h.resolve(action)
             assert resolved.edit is not None, action.title
@@ -107,3 +112,27 @@ async def test_issue_snippets_with_cjk_comments(root: Path) -> None:
                     finding.range.start.line - 1,
                     col,
                 )
+
+
+async def test_fix_all_never_changes_a_worker_count(root: Path) -> None:
+    """Fix All (the command, and on save) applies safe fixes only, and
+    num_workers=0 is never one: TT103's fix is skipped, not applied."""
+    path = ROOT / "examples" / "tt103_cuda_tensor_in_dataset.py"
+    text = path.read_text(encoding="utf-8")
+    async with session(root) as h:
+        uri = h.open(path.name, text)
+        diags = await h.diagnostics(uri, 1)
+        assert "TT103" in [d.code for d in diags]
+        action = next(
+            a
+            for a in await h.code_actions(uri, diags[0].range.start.line, only=["quickfix"])
+            if "num_workers=0" in a.title
+        )
+        assert "(unsafe: loading is no longer parallel" in action.title
+        assert not action.is_preferred
+        result = await h.command("torchtrap.fixAll", uri)
+        assert result["skipped"] >= 1
+        saved = await h.code_actions(uri, 0, only=["source.fixAll.torchtrap"])
+        for edit in [a.edit for a in saved if a.edit is not None] + h.applied_edits:
+            for edits in edits_by_uri(edit).values():
+                assert not any("num_workers" in e.new_text or e.new_text == "0" for e in edits)

@@ -46,6 +46,32 @@ async def test_syntax_error_keeps_last_good_findings(root: Path) -> None:
         assert await h.code_actions(uri, 0, only=["quickfix"]) == []
 
 
+async def test_lines_typed_above_move_the_carried_findings(root: Path) -> None:
+    """VS Code sends Enter at a line's start as an insertion at column 0:
+    that line is moved, not edited, so its finding moves with it, and so do
+    the related locations (the import each finding points at)."""
+    async with session(root) as h:
+        uri = h.open("a.py", SOURCE)
+        before = await h.diagnostics(uri, 1)
+        assert [d.range.start.line for d in before] == [2, 5]
+        assert [r.location.range.start.line for r in before[0].related_information or []] == [0]
+        # Two lines typed above `import os`, the first one unfinished.
+        at = types.Range(types.Position(0, 0), types.Position(0, 0))
+        version = h.edit(uri, [types.TextEdit(at, "def f(:\n\n")])
+        diags = await h.diagnostics(uri, version)
+        assert [(d.code, d.range.start.line) for d in diags] == [("TT901", 4), ("TT901", 7)]
+        for diag in diags:
+            (imported,) = diag.related_information or []
+            assert imported.location.range.start.line == 2  # `import os`, moved
+        # A line typed right above `danger(1)`: it moves too, not dropped.
+        at = types.Range(types.Position(4, 0), types.Position(4, 0))
+        version = h.edit(uri, [types.TextEdit(at, "x = (\n")])
+        diags = await h.diagnostics(uri, version)
+        assert [(d.code, d.range.start.line) for d in diags] == [("TT901", 5), ("TT901", 8)]
+        lines = h.texts[uri].splitlines()
+        assert [lines[d.range.start.line] for d in diags] == ["danger(1)", "danger(2)"]
+
+
 async def test_syntax_errors_follow_the_show_syntax_errors_setting(root: Path) -> None:
     # Off by default (ruff's editor setting; the editor's Python support
     # reports syntax errors already); a file that never parsed says so.

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import os
 import random
 
+import pytest
 from lsprotocol import types
 
 from torchtrap.config import Config
 from torchtrap.findings import Position
+from torchtrap.lsp import configure_logging
 from torchtrap.lsp.actions import minimal_edit
-from torchtrap.lsp.carry import shift
+from torchtrap.lsp.carry import CarryStore, shift
 from torchtrap.lsp.documents import LineShift, TextDocument
 from torchtrap.lsp.positions import (
     UTF8,
@@ -79,6 +84,66 @@ def test_carried_diagnostics_move_with_edits() -> None:
     kept = shift([diag(1), diag(5), diag(9)], LineShift(4, 5, 2), "file:///x.py")
     assert [d.range.start.line for d in kept] == [1, 11]
     assert shift([diag(1)], None, "file:///x.py") == []
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "text", "expected"),
+    [
+        ((1, 0), (1, 0), "z = 0\n", LineShift(1, 0, 1)),  # lines typed above line 1
+        ((1, 5), (1, 5), "\nz = 0", LineShift(2, 1, 1)),  # Enter at the end of line 1
+        ((1, 2), (1, 2), "\n", LineShift(1, 1, 1)),  # Enter inside line 1: edited
+        ((1, 0), (2, 0), "", LineShift(1, 1, -1)),  # line 1 deleted
+        ((1, 2), (2, 0), "", LineShift(1, 2, -1)),  # line 2 joined to line 1
+    ],
+    ids=["above", "below", "split", "delete", "join"],
+)
+def test_line_shifts_name_only_edited_lines(
+    start: tuple[int, int], end: tuple[int, int], text: str, expected: LineShift
+) -> None:
+    """A line that only moves (lines typed above or below it) is not an
+    edited line: a finding carried across a syntax error moves with it."""
+    doc = TextDocument("file:///x.py", "x = 1\ny = 2\nw = 3\n", 1)
+    rng = types.Range(types.Position(*start), types.Position(*end))
+    change = types.TextDocumentContentChangePartial(range=rng, text=text)
+    assert doc.apply(change, UTF16) == expected
+
+
+def test_carried_related_locations_move_with_edits() -> None:
+    uri = "file:///x.py"
+
+    def at(line: int) -> types.Range:
+        return types.Range(types.Position(line, 0), types.Position(line, 3))
+
+    def related(line: int, where: str = uri) -> types.DiagnosticRelatedInformation:
+        return types.DiagnosticRelatedInformation(types.Location(where, at(line)), str(line))
+
+    other = "file:///y.py"
+    diag = types.Diagnostic(
+        range=at(6), message="", related_information=[related(0), related(4), related(2, other)]
+    )
+    # Two lines typed above line 0; line 4 edited.
+    (moved,) = shift([diag], LineShift(0, -1, 2), uri)
+    assert moved.range.start.line == 8
+    assert [
+        (r.location.uri, r.location.range.start.line) for r in moved.related_information or []
+    ] == [(uri, 2), (uri, 6), (other, 2)]
+    (kept,) = shift([diag], LineShift(4, 4, 0), uri)
+    assert [r.message for r in kept.related_information or []] == ["0", "2"]
+
+
+def test_carried_findings_of_another_cell_follow_this_one() -> None:
+    """A broken cell keeps its findings; one of them points into cell 1,
+    where lines are then typed above the pointed-at line."""
+    first, second = "vscode-notebook-cell:/n.ipynb#C0", "vscode-notebook-cell:/n.ipynb#C1"
+    rng = types.Range(types.Position(1, 0), types.Position(1, 3))
+    note = types.DiagnosticRelatedInformation(types.Location(first, rng), "imported here")
+    store = CarryStore()
+    store.remember(second, [types.Diagnostic(range=rng, message="", related_information=[note])])
+    store.moved(first, LineShift(0, -1, 2))
+    ((moved,),) = [d.related_information for d in store.get(second)]
+    assert moved.location.range.start.line == 3
+    store.moved(first, None)  # lines moved in a way not known: no pointer left
+    assert [d.related_information for d in store.get(second)] == [None]
 
 
 def test_ipython_is_masked_with_same_widths() -> None:
@@ -159,3 +224,63 @@ def test_lint_keeps_no_module_alive() -> None:
     for _ in range(3):
         assert lint(source, str(example))
     assert live_modules() == before
+
+
+@pytest.mark.parametrize(("level", "pygls_shown"), [("INFO", False), ("DEBUG", True)])
+def test_pygls_noise_stays_out_of_an_info_log(level: str, pygls_shown: bool) -> None:
+    """pygls logs every message's JSON at INFO ("Sending data: ..."): the
+    server log at INFO keeps only our own lines; DEBUG shows everything."""
+    root, pygls = logging.getLogger(), logging.getLogger("pygls")
+    saved = (root.level, pygls.level)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    try:
+        configure_logging(handler, level)
+        rpc = logging.getLogger("pygls.protocol.json_rpc")
+        rpc.info("Sending data: {}")
+        rpc.warning("a pygls warning")
+        for _ in range(3):  # VS Code cancels answered requests on cursor moves
+            rpc.warning('Cancel notification for unknown message id "%s"', 7)
+        logging.getLogger("torchtrap.lsp").info("linted a.py")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        pygls.setLevel(saved[1])
+    log = stream.getvalue()
+    assert "linted a.py" in log and "a pygls warning" in log
+    assert ("Sending data" in log) is pygls_shown
+    assert log.count("Cancel notification") == (3 if pygls_shown else 0)
+
+
+def test_the_reads_index_finds_what_each_reads_would() -> None:
+    """Workspace mode asks which closed files read a changed summary; the
+    inverted index answers as testing each file's reads does, after files
+    are recorded, re-recorded and forgotten."""
+    from tests.core.projects import PROJECTS, index
+    from torchtrap.lsp.workspace_diagnostics import ReadsIndex
+    from torchtrap.project.index import Change, Reads
+
+    project = index(PROJECTS / "flat")
+    summaries = list(project)
+    paths = [os.path.abspath(s.path) for s in summaries]
+    refs = sorted({ref for s in summaries for ref in project.provided(s)})
+    rng = random.Random(1)
+    table = ReadsIndex()
+    reads: dict[str, Reads] = {}
+    for step in range(200):
+        path = f"/closed/{rng.randrange(30)}.py"
+        if step % 7 == 0:
+            table.forget(path)
+            reads.pop(path, None)
+        else:
+            reads[path] = Reads(
+                paths=set(rng.sample(paths, rng.randrange(3))),
+                refs=set(rng.sample(refs, rng.randrange(4))),
+                all_loaders=rng.random() < 0.1,
+            )
+            table.record(path, reads[path])
+        for summary in summaries:
+            change = Change(project, summary)
+            brute = {p for p, r in reads.items() if r.touched(change)}
+            assert table.readers([change]) == brute
+    assert len(table) == len(reads)

@@ -6,7 +6,11 @@ document's own lint; in openFilesOnly mode nothing of a closed file is."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -170,3 +174,77 @@ async def test_check_workspace_results_go_when_workspace_mode_is_switched_off(fl
             )
         )
         await _publish(h, datasets, lambda d: d == [], after=mark)
+
+
+SERVER_DIR = Path(__file__).resolve().parents[2] / "server"
+
+
+def _check(folder: Path) -> dict[str, set[tuple[str, int]]]:
+    """`torchtrap check` on the folder: file name -> {(code, 0-based line)}."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchtrap", "check", "--format", "json", "--no-cache"]
+        + ["--exit-zero", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(SERVER_DIR)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, set[tuple[str, int]]] = {p.name: set() for p in folder.glob("*.py")}
+    for f in json.loads(proc.stdout)["findings"]:
+        out[Path(f["path"]).name].add((f["code"], f["range"]["start"]["line"] - 1))
+    return out
+
+
+async def _problems_equal_check(h: Harness, folder: Path, timeout: float = 30) -> None:
+    """Waits until the last problems published for every file equal what
+    `torchtrap check` says of the same files."""
+    expected = _check(folder)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        shown = {}
+        for name in expected:
+            last = h.last((folder / name).as_uri())
+            diags = last.diagnostics if last is not None else []
+            shown[name] = {(str(d.code), d.range.start.line) for d in diags}
+        if shown == expected:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"problems {shown} != check {expected}")
+        await asyncio.sleep(0.05)
+
+
+async def test_a_change_rechecks_the_closed_files_that_depend_on_it(flat: Path) -> None:
+    """Workspace mode: setting num_workers=0 in train.py (open) clears the
+    TT101 of the closed datasets.py, in the buffer already; saved, every
+    file's problems equal `torchtrap check`; put back on disk with train.py
+    closed (a git checkout), the TT101 comes back."""
+    datasets = (flat / "datasets.py").as_uri()
+    train_path = flat / "train.py"
+    before = train_path.read_text()
+    after = before.replace(
+        "Noisy(), batch_size=2, num_workers=4", "Noisy(), batch_size=2, num_workers=0"
+    )
+    assert after != before
+    async with session(flat, settings={"diagnosticMode": "workspace"}) as h:
+        await _publish(h, datasets, _noisy_tt101)
+        await _problems_equal_check(h, flat)
+        train = h.open("train.py", before)
+        await h.diagnostics(train, 1)
+        mark = len(h.publishes)
+        h.change(train, after)  # unsaved
+        await _publish(h, datasets, lambda d: not _noisy_tt101(d), after=mark)
+        train_path.write_text(after)
+        h.save(train)
+        await _problems_equal_check(h, flat)
+        h.close(train)
+        mark = len(h.publishes)
+        train_path.write_text(before)
+        h.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(train, types.FileChangeType.Changed)]
+            )
+        )
+        await _publish(h, datasets, _noisy_tt101, after=mark)
+        await _problems_equal_check(h, flat)

@@ -226,15 +226,18 @@ def test_the_unsafe_fix_sets_a_literal_count_to_zero(
     }
     found = _check(tmp_path, files, capsys, "--select", "TT103")
     finding = next(f for name, _, _, f in found if name == "train.py")
+    # A worker count is the program's speed: never changed by a safe fix.
     assert [fix["applicability"] for fix in finding["fixes"]] == [Applicability.UNSAFE.value]
+    assert "(unsafe: loading is no longer parallel" in finding["fixes"][0]["title"]
     cli.main(["check", str(tmp_path), "--no-cache", "--select", "TT103", "--fix"])
-    assert (tmp_path / "train.py").read_text() == LITERAL  # --fix never changes a worker count
-    cli.main(["check", str(tmp_path), "--no-cache", "--select", "TT103", "--fix", "--unsafe-fixes"])
+    assert (tmp_path / "train.py").read_text() == LITERAL  # check --fix leaves it
+    fixes = ["--fix", "--unsafe-fixes"]
+    cli.main(["check", str(tmp_path), "--no-cache", "--select", "TT103", *fixes])
     fixed = (tmp_path / "train.py").read_text()
     ast.parse(fixed)
     assert "num_workers=0" in fixed
     assert _check(tmp_path, files | {"train.py": fixed}, capsys, "--select", "TT103") == []
-    cli.main(["check", str(tmp_path), "--no-cache", "--select", "TT103", "--fix", "--unsafe-fixes"])
+    cli.main(["check", str(tmp_path), "--no-cache", "--select", "TT103", *fixes])
     assert (tmp_path / "train.py").read_text() == fixed  # idempotent
 
 

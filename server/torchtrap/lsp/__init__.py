@@ -33,16 +33,45 @@ def _tcp_address(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+# pygls warnings about what an editor does all the time: VS Code cancels a
+# hover or code-action request that has already been answered, on most
+# cursor moves. Not problems: logged only at DEBUG.
+PYGLS_ROUTINE = (
+    'Cancel notification for unknown message id "%s"',
+    "Ignoring work done progress cancel for unknown token %s",
+    "Ignoring notification for unknown method %r",
+)
+
+
+class _QuietPygls(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("pygls") and record.msg in PYGLS_ROUTINE)
+
+
+def configure_logging(handler: logging.Handler, level: str) -> None:
+    """The server log at ``level``; pygls' own INFO lines ("Sending data: ..."
+    with every message's JSON, "Registered builtin feature ..." fifty times at
+    start) repeat the protocol trace, and its routine warnings (above) come
+    on every cursor move, so pygls speaks only from WARNING, and not those,
+    unless the log asks for DEBUG."""
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level)
+    numeric = root.getEffectiveLevel()
+    quiet = numeric > logging.DEBUG
+    logging.getLogger("pygls").setLevel(max(numeric, logging.WARNING) if quiet else logging.NOTSET)
+    if quiet:
+        handler.addFilter(_QuietPygls())
+
+
 def run(args: argparse.Namespace) -> int:
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")
         if getattr(args, "log_file", None)
         else logging.StreamHandler(sys.stderr)
     )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(getattr(args, "log_level", "WARNING"))
+    configure_logging(handler, getattr(args, "log_level", "WARNING"))
 
     from torchtrap.lsp.app import create_server
     from torchtrap.values import program
@@ -85,4 +114,4 @@ def main(argv: list[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-__all__ = ["add_arguments", "main", "run"]
+__all__ = ["add_arguments", "configure_logging", "main", "run"]

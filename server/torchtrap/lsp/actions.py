@@ -1,4 +1,4 @@
-"""Code actions: one quick fix per engine fix, an "Ignore ... on this line"
+"""Code actions: one quick fix per engine fix, an "Ignore on this line"
 action, and ``source.fixAll.torchtrap``.
 
 Listing never builds a fix's edits (``Fix.edits`` is built lazily);
@@ -31,6 +31,11 @@ KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND]
 
 def fix_title(finding: Finding, fix: Fix) -> str:
     return f"TorchTrap ({finding.code}): {fix.title}"
+
+
+def ignore_title(code: str) -> str:
+    # The same prefix as the fixes: the menu groups by rule, as ruff's does.
+    return f"TorchTrap ({code}): Ignore on this line"
 
 
 def findings_on_lines(result: LintResult, uri: str, rng: types.Range) -> list[tuple[int, str, int]]:
@@ -96,7 +101,7 @@ def quick_fixes(
         if edit is not None:
             ignores.append(
                 types.CodeAction(
-                    title=f"Ignore {finding.code} on this line",
+                    title=ignore_title(finding.code),
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=diagnostics,
                     edit=edit,

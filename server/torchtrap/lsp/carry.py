@@ -5,6 +5,8 @@ deleted above them); those on lines being edited are dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 from lsprotocol import types
 
@@ -25,6 +27,30 @@ def _shift_related(
     return attrs.evolve(info, location=location)
 
 
+def _moved_related(
+    related: Sequence[types.DiagnosticRelatedInformation] | None,
+    change: LineShift | None,
+    uri: str,
+) -> list[types.DiagnosticRelatedInformation] | None:
+    """Related locations in the edited document ``uri`` move with the edit
+    too (an import the finding points at, below lines typed above it); one
+    on an edited line is dropped: where it went is not known."""
+    if not related:
+        return None
+    out = []
+    for info in related:
+        rng = info.location.range
+        if info.location.uri != uri:
+            out.append(info)
+        elif change is None:
+            continue
+        elif rng.end.line < change.first:
+            out.append(info)
+        elif rng.start.line > change.last:
+            out.append(_shift_related(info, change.delta) if change.delta else info)
+    return out or None
+
+
 def shift(
     diagnostics: list[types.Diagnostic], change: LineShift | None, uri: str
 ) -> list[types.Diagnostic]:
@@ -33,24 +59,15 @@ def shift(
     out = []
     for diag in diagnostics:
         if diag.range.end.line < change.first:
-            out.append(diag)
+            delta = 0
         elif diag.range.start.line > change.last:
-            if change.delta == 0:
-                out.append(diag)
-                continue
-            related = diag.related_information
-            if related:
-                related = [
-                    _shift_related(r, change.delta)
-                    if r.location.uri == uri and r.location.range.start.line > change.last
-                    else r
-                    for r in related
-                ]
-            out.append(
-                attrs.evolve(
-                    diag, range=_shift_range(diag.range, change.delta), related_information=related
-                )
-            )
+            delta = change.delta
+        else:
+            continue  # on an edited line: where it went is not known
+        related = _moved_related(diag.related_information, change, uri)
+        out.append(
+            attrs.evolve(diag, range=_shift_range(diag.range, delta), related_information=related)
+        )
     return out
 
 
@@ -73,6 +90,17 @@ class CarryStore:
     def moved(self, uri: str, change: LineShift | None) -> None:
         if uri in self._good:
             self._good[uri] = shift(self._good[uri], change, uri)
+        # Another cell's carried findings may point into this one.
+        for other, diagnostics in self._good.items():
+            if other != uri and any(
+                r.location.uri == uri for d in diagnostics for r in d.related_information or ()
+            ):
+                self._good[other] = [
+                    attrs.evolve(
+                        d, related_information=_moved_related(d.related_information, change, uri)
+                    )
+                    for d in diagnostics
+                ]
 
     def forget(self, uri: str) -> None:
         self._good.pop(uri, None)

@@ -54,6 +54,12 @@ def to_diagnostic(
     elif finding.code in confirmed:
         # By the probe; its evidence: related information.
         message += " (confirmed on this machine)"
+    if result.module is not None:
+        # The Problems panel lists a notebook's rows under the notebook, not
+        # the cell: the row itself must say which cell.
+        number = result.cell_number(uri)
+        if number is not None:
+            message = f"cell {number}: {message}"
     related = []
     for loc in finding.related:
         if loc.path is not None:

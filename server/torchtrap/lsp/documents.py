@@ -21,7 +21,8 @@ from torchtrap.lsp.positions import from_client_character, line_starts, split_li
 class LineShift:
     """An edit replaced old lines ``first..last`` (0-based, inclusive) with
     ``first..last + delta``; used to move findings that are kept across a
-    syntax error (see ``carry.py``)."""
+    syntax error (see ``carry.py``). ``last < first`` when no old line was
+    edited (lines inserted between two lines): those from ``first`` on move."""
 
     first: int
     last: int
@@ -77,6 +78,16 @@ class TextDocument:
             joins_crlf = (
                 start > 0 and self.text[start - 1] == "\r" and change.text[:1] == "\n"
             ) or (change.text[-1:] == "\r" and self.text[end : end + 1] == "\n")
+            # Lines typed above a line (Enter at its start) or below it (Enter
+            # at its end) leave it intact, only moved: not an edited line.
+            ends_a_line = change.text[-1:] in ("\n", "\r")
+            if change.range.end.character == 0 and (
+                ends_a_line if change.text else change.range.start.character == 0
+            ):
+                last -= 1
+            at_line_end = self.text[start : start + 1] in ("\n", "\r", "")
+            if change.text[:1] in ("\n", "\r") and at_line_end:
+                first += 1
             self._set(self.text[:start] + change.text + self.text[end:])
             return None if joins_crlf else LineShift(first, last, new_lines - old_lines)
         shift = _diff_lines(self.lines, split_lines(change.text))

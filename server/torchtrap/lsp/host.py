@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from torchtrap.lsp.documents import DocumentStore
 from torchtrap.lsp.notebooks import NotebookStore
 from torchtrap.lsp.settings import Settings
+from torchtrap.project.index import Change
 
 
 class UnitView(Protocol):
@@ -26,6 +27,11 @@ class UnitView(Protocol):
 
 class WorkspaceView(Protocol):
     """The workspace-diagnostics publisher, as far as the index drives it."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def readers(self, changes: Iterable[Change]) -> set[str]: ...
 
     def index_ready(self) -> None: ...
 

@@ -21,7 +21,8 @@ current, so that rules see other files (``ctx.project``) as in ``check``.
   not see yet (a new import), those linked to it by an import either way
   (``train.py`` imports ``datasets.py``, and TT101 in ``datasets.py`` reads
   ``train.py``'s DataLoaders), or through one module between them, or
-  both imported by a third: see project/graph.py.
+  both imported by a third: see project/graph.py. With workspace
+  diagnostics, the closed files so linked are linted again too.
 
 Everything here runs on the event loop except the parsing.
 """
@@ -43,7 +44,7 @@ from torchtrap.lsp import index_worker
 from torchtrap.lsp.host import IndexHost
 from torchtrap.lsp.index_worker import Layout
 from torchtrap.project.graph import ImportGraph
-from torchtrap.project.index import Project, Reads
+from torchtrap.project.index import Change, Project, Reads
 from torchtrap.project.summary import ModuleSummary
 
 if TYPE_CHECKING:
@@ -345,6 +346,39 @@ class ProjectIndex:
             ):
                 self._relint(doc.uri)
         self._relint_notebooks(layout.root, changed)
+        self._recheck_closed(path, layout.root, files, project, graph, changed)
+
+    def _recheck_closed(
+        self,
+        path: str,
+        root: str,
+        files: dict[str, ModuleSummary],
+        project: Project,
+        graph: ImportGraph,
+        changed: list[ModuleSummary],
+    ) -> None:
+        """With workspace diagnostics, the closed files whose findings may
+        rest on ``path`` (by the same test as open documents: what their
+        last lint read, or an import link) are linted again, so that the
+        Problems panel stays what ``check`` says; ``path`` itself too when
+        it is closed (changed on disk: linted with its new summary)."""
+        workspace = self.ls.workspace_diags
+        if not workspace.active:
+            return
+        open_paths = {os.path.abspath(d.path) for d in self.ls.docs if d.path}
+        stale = [path] if path not in open_paths and path in files else []
+        # Found from the changed side, the import graph's and the reads' own
+        # way (on torch's first 2,000 files: 0.03 ms median, 0.7 ms max per
+        # change, against 20-30 ms testing each file, on the event loop); a
+        # throwaway graph (the whole one is being built) knows no importers.
+        if graph is self._graphs.get(root):
+            linked = graph.concerned_paths(project, changed)
+        else:
+            linked = {p for p, mine in files.items() if graph.concerns(project, mine, changed)}
+        linked |= workspace.readers(Change(project, s) for s in changed)
+        stale += sorted(p for p in linked if p != path and p in files and p not in open_paths)
+        if stale:
+            workspace.files_changed(stale)
 
     def _relint_notebooks(self, root: str, changed: list[ModuleSummary]) -> None:
         """Open notebooks of ``root`` that name the changed module (a notebook

@@ -93,6 +93,15 @@ class LintResult:
                 return self.module.from_cell(index, position)
         return None
 
+    def cell_number(self, uri: str) -> int | None:
+        """The 1-based position of cell ``uri`` among all the notebook's
+        cells (markdown included, as Jupyter and VS Code count them)."""
+        numbers = self.snapshot.cell_numbers
+        for index, doc in enumerate(self.snapshot.docs):
+            if doc.uri == uri and index < len(numbers):
+                return numbers[index]
+        return None
+
     def doc_version(self, uri: str) -> int | None:
         for doc in self.snapshot.docs:
             if doc.uri == uri:

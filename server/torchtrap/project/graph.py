@@ -24,6 +24,8 @@ class ImportGraph:
         # path -> (the summary the edges were computed from, modules it imports)
         self._edges: dict[str, tuple[ModuleSummary, frozenset[str]]] = {}
         self._importers: dict[str, set[str]] = {}  # module key -> importing module keys
+        self._imported: dict[str, frozenset[str]] = {}  # module key -> modules it imports
+        self._paths: dict[str, str] = {}  # module key -> path
 
     @classmethod
     def of(cls, project: Project) -> ImportGraph:
@@ -58,6 +60,8 @@ class ImportGraph:
         known = self._edges.pop(os.path.abspath(path), None)
         if known is not None:
             key = module_key(known[0])
+            self._imported.pop(key, None)
+            self._paths.pop(key, None)
             for module in known[1]:
                 self._importers.get(module, set()).discard(key)
 
@@ -86,9 +90,36 @@ class ImportGraph:
                 return True
         return False
 
+    def concerned(self, project: Project, changed: Iterable[ModuleSummary]) -> set[str]:
+        """The module keys of every recorded module ``concerns`` holds for,
+        found from the changed side (a few set unions, not a test of each
+        module: a workspace of 2,000 files re-checks its closed files on
+        every change)."""
+        out: set[str] = set()
+        for summary in changed:
+            other = module_key(summary)
+            other_imports = self.imports(project, summary)
+            other_importers = self.importers(other)
+            out |= other_importers  # it imports the changed module
+            out |= other_imports  # the changed module imports it
+            for module in other_imports:  # ...through a module between them
+                out |= self._imported.get(module, frozenset())
+            for module in other_importers:
+                out |= self.importers(module)  # it imports a module importing it
+                out |= self._imported.get(module, frozenset())  # a module imports both
+            out.discard(other)
+        return out
+
+    def concerned_paths(self, project: Project, changed: Iterable[ModuleSummary]) -> set[str]:
+        """``concerned``, as the modules' paths."""
+        paths = self._paths
+        return {paths[key] for key in self.concerned(project, changed) if key in paths}
+
     def _record(self, path: str, summary: ModuleSummary, edges: frozenset[str]) -> None:
         self.remove(path)
         key = module_key(summary)
         for module in edges:
             self._importers.setdefault(module, set()).add(key)
         self._edges[path] = (summary, edges)
+        self._imported[key] = edges
+        self._paths[key] = path

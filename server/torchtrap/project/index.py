@@ -90,11 +90,29 @@ class Reads:
     def concerns(self, project: Project, summary: ModuleSummary) -> bool:
         """Whether ``summary`` (a file's summary before or after a change,
         ``project`` the one it belongs to) may change what was read."""
-        if os.path.abspath(summary.path) in self.paths:
+        return self.touched(Change(project, summary))
+
+    def touched(self, change: Change) -> bool:
+        """``concerns``, for a change tested against many lints' reads (the
+        closed files of a workspace): its facts are made once."""
+        if change.path in self.paths:
             return True
-        if self.all_loaders and summary.dataloaders:
+        if self.all_loaders and change.summary.dataloaders:
             return True
-        return bool(self.refs) and not self.refs.isdisjoint(project.provided(summary))
+        return bool(self.refs) and not self.refs.isdisjoint(change.provided)
+
+
+class Change:
+    """A changed summary as ``Reads.touched`` tests it."""
+
+    def __init__(self, project: Project, summary: ModuleSummary) -> None:
+        self.project = project
+        self.summary = summary
+        self.path = os.path.abspath(summary.path)
+
+    @cached_property
+    def provided(self) -> frozenset[str]:
+        return self.project.provided(self.summary)
 
 
 _READS: contextvars.ContextVar[Reads | None] = contextvars.ContextVar(

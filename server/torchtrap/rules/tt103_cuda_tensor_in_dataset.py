@@ -18,11 +18,10 @@ from torchtrap.findings import (
     Fix,
     Range,
     Severity,
-    marked_title,
     unsafe_title,
 )
 from torchtrap.fixes.edits import replace
-from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
+from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_fix
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.datasets import Exposure, Judgement, judge, related_message
 from torchtrap.values.remote import remote_uses
@@ -117,9 +116,10 @@ class CudaTensorInDataset(Rule):
     zeros afterwards, with no error. Tensors created on the GPU in
     `__getitem__` also travel back to the main process through CUDA IPC.
 
-    Fixes: `num_workers=0` on the DataLoader (safe for a literal worker
-    count: only loading speed changes; unsafe when it replaces a run-time
-    value such as `args.workers`; `persistent_workers`, `prefetch_factor`
+    Fixes: `num_workers=0` on the DataLoader (unsafe: loading is no longer
+    parallel, so the program slows down, a `worker_init_fn` never runs, and
+    a run-time value such as `args.workers` is overridden; `check --fix`
+    never changes a worker count; `persistent_workers`, `prefetch_factor`
     and `multiprocessing_context`, which need workers, are reset). Or keep
     the tensor on the CPU and move each batch to the GPU in the training
     loop (unsafe: code that expects the tensor on the GPU must change too).
@@ -218,17 +218,7 @@ class CudaTensorInDataset(Rule):
         loader = next((lo for lo in self.ctx.facts.dataloaders if lo.node is found.node), None)
         if loader is not None and can_set_no_workers(loader) and loader.workers is Workers.SOME:
             # A literal count here; one passed in from callers is theirs to change.
-            source = self.ctx.source
-            fixes.append(
-                Fix(
-                    unsafe_title(
-                        "Load in the main process (num_workers=0)",
-                        "changes the loading speed; a worker_init_fn becomes dead code",
-                    ),
-                    Applicability.UNSAFE,
-                    lambda: no_workers_edits(source, loader),
-                )
-            )
+            fixes.append(no_workers_fix(self.ctx.source, [loader]))
         return self.finding(
             found.node,
             message,
@@ -353,20 +343,7 @@ class CudaTensorInDataset(Rule):
         if judgement.exposure in (Exposure.WORKERS, Exposure.MAYBE):
             loaders = judgement.loaders
             if all(can_set_no_workers(lo) and not is_remote(lo) for lo in loaders):
-                literal_counts = all(lo.workers is Workers.SOME for lo in loaders)
-                applicability = Applicability.SAFE if literal_counts else Applicability.UNSAFE
-                source = self.ctx.source
-                fixes.append(
-                    Fix(
-                        marked_title(
-                            "Load in the main process (num_workers=0)",
-                            applicability,
-                            "replaces a worker count set at run time",
-                        ),
-                        applicability,
-                        lambda: [e for lo in loaders for e in no_workers_edits(source, lo)],
-                    )
-                )
+                fixes.append(no_workers_fix(self.ctx.source, loaders))
         cpu = self._keep_on_cpu(use)
         if cpu is not None:
             fixes.append(

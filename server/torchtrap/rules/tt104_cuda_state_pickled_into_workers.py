@@ -16,7 +16,7 @@ from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.facts.workers import fork_only, is_cuda_expression
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes.edits import insert_before_statement
-from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_edits
+from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_fix
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
 from torchtrap.values.datasets import Exposure, LoaderStatus, judge
@@ -90,7 +90,9 @@ class CudaStatePickledIntoWorkers(Rule):
 
     Fixes: make the method a `@staticmethod` (safe when its body does not
     use `self`; `self.method` keeps working and pickles by name), or
-    `num_workers=0` (unsafe: loading is no longer parallel).
+    `num_workers=0` (unsafe: loading is no longer parallel, so the program
+    slows down, and a `worker_init_fn` never runs; `check --fix` never
+    changes a worker count).
 
     ## Example
     ```python
@@ -304,15 +306,7 @@ class CudaStatePickledIntoWorkers(Rule):
                 )
             )
         if all(can_set_no_workers(lo) and not is_remote(lo) for lo in loaders):
-            source = self.ctx.source
-            fixes.append(
-                Fix(
-                    "Load in the main process: `num_workers=0` (unsafe: loading is no longer "
-                    "parallel)",
-                    Applicability.UNSAFE,
-                    lambda: [e for lo in loaders for e in no_workers_edits(source, lo)],
-                )
-            )
+            fixes.append(no_workers_fix(self.ctx.source, loaders))
         return fixes
 
     def _static_edits(self, method: FunctionNode | None) -> list[Edit] | None:

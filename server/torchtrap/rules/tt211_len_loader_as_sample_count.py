@@ -60,10 +60,14 @@ class LenLoaderAsSampleCount(Rule):
 
     Fix: `len(loader.dataset)`, the number of samples. It is safe when the
     DataLoader call is visible with no `sampler`, `batch_sampler`, `drop_last`
-    or `**kwargs`; otherwise unsafe: a sampler may load only part of the
-    dataset (a `SubsetRandomSampler` of 6 of 10 samples: `len(loader) == 2`,
-    `len(loader.dataset) == 10`, measured), and `drop_last` skips the last
-    partial batch.
+    or `**kwargs`. With a `sampler` (and none of the others) the fix divides
+    by `len(loader.sampler)`, the samples the loader draws, also safe: a
+    `DistributedSampler` gives each replica its share (10 samples, 2
+    replicas: `len(loader.sampler) == 5`, `len(loader.dataset) == 10`), a
+    `SubsetRandomSampler` of 6 of 10 samples gives `len(loader.sampler) ==
+    6` (measured, torch 2.13). Unsafe with `drop_last`, which skips the
+    last partial batch, or a `batch_sampler` or `**kwargs`, which may load
+    fewer samples.
 
     ## Example
     ```python
@@ -231,27 +235,35 @@ class LenLoaderAsSampleCount(Rule):
         shown = text if "\n" not in text else "loader"
         core = source.segment(self.ctx.range(_core(numerator)))
         core = core if "\n" not in core else "it"
-        partial = [
+        unknown = [
             d
             for d in evidence.calls
             if d.has_splat
-            or d.argument("sampler") is not None
             or d.argument("batch_sampler") is not None
             or _truthy(d.argument("drop_last"))
         ]
+        # With a sampler (a DistributedSampler's replica, a subset) the loader
+        # draws len(loader.sampler) samples, not len(loader.dataset): measured
+        # 5 of 10 for replica 0 of 2, 6 of 10 for SubsetRandomSampler(range(6)).
+        # (DataLoader refuses a sampler with a batch_sampler.)
+        sampled = any(d.argument("sampler") is not None for d in evidence.calls)
+        attr = "sampler" if sampled else "dataset"
+        partial = bool(unknown)
         safe = bool(evidence.calls) and not partial
-        message = _message(shown, core, bool(partial))
+        message = _message(shown, core, attr, partial)
         batches_only = not evidence.calls and not evidence.annotated
         if len(message) > 120:
-            message = _message("loader", "it", bool(partial))
+            message = _message("loader", "it", attr, partial)
         end = source.node_range(loader).end
-        title = f"Divide by `len({shown}.dataset)`"
-        if not safe:
+        title = f"Divide by `len({shown}.{attr})`"
+        if not safe and sampled:
+            title += " (unsafe: drop_last may skip the last partial batch)"
+        elif not safe:
             title += " (unsafe: a sampler or drop_last may load fewer samples)"
         fix = Fix(
             title,
             Applicability.SAFE if safe else Applicability.UNSAFE,
-            build=lambda: [edits.insert_at(end, ".dataset")],
+            build=lambda: [edits.insert_at(end, f".{attr}")],
         )
         fixes = [] if batches_only else [fix]  # `.dataset` only exists on a DataLoader
         related: list[RelatedLocation] = [
@@ -436,8 +448,56 @@ class LenLoaderAsSampleCount(Rule):
             evaluate(None, DataLoader(range(10), batch_size=4, sampler=range(6)))
             """,
             line=14,
-            message_contains="(mind the sampler)",
-            note="a parameter bound by the file's call; a sampler: the fix is unsafe",
+            message_contains="use `len(loader.sampler)`",
+            note="a parameter bound by the file's call; a sampler: divide by its length",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def test(model, dataset):
+                sampler = DistributedSampler(dataset, shuffle=False)
+                loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+                correct = 0
+                with torch.no_grad():
+                    for data, target in loader:
+                        correct += (model(data).argmax(1) == target).sum().item()
+                return correct / len(loader)
+            """,
+            line=12,
+            fix_title="Divide by `len(loader.sampler)`",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def test(model, dataset):
+                sampler = DistributedSampler(dataset, shuffle=False)
+                loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+                correct = 0
+                with torch.no_grad():
+                    for data, target in loader:
+                        correct += (model(data).argmax(1) == target).sum().item()
+                return correct / len(loader.sampler)
+            """,
+            note="a DistributedSampler: each replica sees len(loader.sampler) samples",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def test(model, dataset):
+                sampler = DistributedSampler(dataset)
+                loader = DataLoader(dataset, batch_size=32, sampler=sampler, drop_last=True)
+                correct = 0
+                for data, target in loader:
+                    correct += (model(data).argmax(1) == target).sum().item()
+                return correct / len(loader)
+            """,
+            line=11,
+            message_contains="use `len(loader.sampler)` (mind drop_last)",
+            note="a sampler and drop_last: the fix is unsafe",
         ),
         Invalid(
             """
@@ -563,11 +623,12 @@ def _batches(loader: DataLoaderCall) -> bool:
     return not (isinstance(size, ast.Constant) and size.value in (None, 1))
 
 
-def _message(loader: str, core: str, partial: bool) -> str:
+def _message(loader: str, core: str, attr: str, partial: bool) -> str:
     message = f"`len({loader})` counts batches, not samples: `{core}` is a per-sample sum; "
     if partial:
-        return message + f"use `len({loader}.dataset)` (mind the sampler)"
-    return message + f"use `len({loader}.dataset)`"
+        mind = "drop_last" if attr == "sampler" else "the sampler"
+        return message + f"use `len({loader}.{attr})` (mind {mind})"
+    return message + f"use `len({loader}.{attr})`"
 
 
 def _division_by(call: ast.Call) -> tuple[ast.expr, ast.AST] | None:

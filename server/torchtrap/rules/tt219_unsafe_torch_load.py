@@ -53,7 +53,10 @@ class UnsafeTorchLoad(Rule):
     release) and not with a `pickle_module` (unsafe: a checkpoint that pickles whole
     objects, such as a model saved with `torch.save(model)` or custom
     classes, no longer loads: save `model.state_dict()` instead, or allow
-    trusted classes with `torch.serialization.add_safe_globals`).
+    trusted classes with `torch.serialization.add_safe_globals`). Or
+    require `torch>=2.6` in the project's dependencies (a pinned lower
+    bound, not a bare `torch`, which an old lock file or image satisfies):
+    from 2.6 a bare `torch.load(path)` loads weights only.
 
     ## Example
     ```python
@@ -111,9 +114,11 @@ class UnsafeTorchLoad(Rule):
                 if version is None or version >= SAFE_DEFAULT_FROM or _caller_decides(call):
                     continue
                 shown = ".".join(str(v) for v in version[:2])
+                # The remedy names a pinned torch: a bare `torch` requirement
+                # still installs whatever an old lock or image holds.
                 message = (
                     f"`torch.load` on torch {shown} defaults to `weights_only=False`: runs any "
-                    "code pickled in the checkpoint (CWE-502)"
+                    "pickled code (CWE-502); require `torch>=2.6`"
                 )
                 node = call.func
             if _round_trip(call, imports):
@@ -242,7 +247,8 @@ class UnsafeTorchLoad(Rule):
             """,
             line=5,
             config={"torch-version": "2.4"},
-            message_contains="on torch 2.4 defaults to `weights_only=False`",
+            message_contains="on torch 2.4 defaults to `weights_only=False`: runs any pickled "
+            "code (CWE-502); require `torch>=2.6`",
             fixed="""
             import torch
 
