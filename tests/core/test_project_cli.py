@@ -285,6 +285,12 @@ def test_second_pass_lints_the_first_pass_parse(
         return real_parse(source, filename, *args, **kwargs)
 
     monkeypatch.setattr(ast, "parse", counting)
+    # The engine's own passes; the whole-program model reads the modules it
+    # needs once per process, on its own (values/program.py), and is off here.
+    from torchtrap.values import program
+
+    monkeypatch.setattr(program, "MAX_FILES", 0)
+    monkeypatch.setattr(program, "MAX_IMPORTED", 0)
     assert findings(capsys, flat, "--no-cache", "-j", "1", str(flat)) == FLAT_EXPECTED
     datasets = str(flat / "datasets.py")
     assert parsed.count(datasets) == 1, parsed

@@ -118,42 +118,6 @@ if __name__ == "__main__":
     det = Detector()
     loader = DataLoader(Images(Prefetch({fn})), num_workers=2)
 """
-AUG = """\
-import numpy as np
-
-
-class RandomFlip:
-    def __init__(self):
-        self.rng = np.random.default_rng(0)
-
-    def __call__(self, x):
-        {body}
-        return x[::-1] if self.rng.random() < 0.5 else x
-"""
-PAIRS = """\
-from torch.utils.data import DataLoader, Dataset
-
-from aug import RandomFlip
-
-
-class Pairs(Dataset):
-    def __init__(self, aug):
-        self.aug = aug
-
-    def __getitem__(self, i):
-        return self.aug([i, i + 1])
-
-    def __len__(self):
-        return 8
-
-
-def reseed(worker_id):
-    pass
-
-
-if __name__ == "__main__":
-    loader = DataLoader(Pairs(RandomFlip()), num_workers=4{extra})
-"""
 
 
 def _check(tmp_path: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str], *more: str):
@@ -252,26 +216,3 @@ def test_a_bound_method_whose_owner_holds_a_model(
         finding = next(f for _, _, _, f in found)
         assert "`Net`" in finding["message"]
         assert finding["severity"] == "warning"
-
-
-@pytest.mark.parametrize(
-    ("body", "extra", "expected"),
-    [
-        ("pass", "", True),
-        ("self.rng.seed(1)", "", False),  # re-seeded in place
-        ("pass", ", worker_init_fn=reseed", False),  # may re-create it per worker
-    ],
-)
-def test_a_generator_in_an_object_the_dataset_owns(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, extra: str, expected: bool
-) -> None:
-    files = {"aug.py": AUG.format(body=body), "train.py": PAIRS.format(extra=extra)}
-    found = _check(tmp_path, files, capsys, "--select", "TT101")
-    assert (("train.py", 22, "TT101") in _codes(found)) is expected, found
-    if expected:
-        finding = next(f for _, _, _, f in found)
-        notes = [(r["path"] and Path(r["path"]).name, r["message"]) for r in finding["related"]]
-        assert (
-            "aug.py",
-            "the generator made here: each worker gets a copy in the same state",
-        ) in notes

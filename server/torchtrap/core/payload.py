@@ -29,7 +29,6 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.solver import LOADERS
-from torchtrap.facts.generators import CONSTRUCTORS, INSPECT_METHODS, RESEED_METHODS
 from torchtrap.facts.modules import STATELESS_LAYERS
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
@@ -368,56 +367,6 @@ def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[C
             if len(hop.chain()) >= min_hops and holds_parameters(analysis, hop.obj):
                 site = getattr(hop.obj, "site", None) or loader.obj.site
                 found.append(Culprit(loader, hop, "certain", "model", site))
-                done.add(place)
-                break
-    return found
-
-
-def rng_kind(analysis: Analysis, obj: Obj) -> str | None:
-    """The constructor of a random generator object, or None."""
-    if not isinstance(obj, ExtCallObj):
-        return None
-    if obj.type_name in CONSTRUCTORS:
-        return CONSTRUCTORS[obj.type_name]
-    callee = obj.callee
-    if isinstance(callee, ExtAttrObj) and callee.attr == "manual_seed":
-        return rng_kind(analysis, callee.base)  # torch.Generator().manual_seed(0) is the generator
-    return None
-
-
-def _drawn_not_reseeded(analysis: Analysis, rng: Obj) -> bool:
-    index = analysis.memo.get("xattrs")
-    if index is None:
-        index = analysis.memo["xattrs"] = {}
-        for key in analysis.solver.objects:
-            if key[0] == "xattr":
-                index.setdefault(key[1], set()).add(key[2])
-    attrs = index.get(rng, set())
-    return bool(attrs - RESEED_METHODS - INSPECT_METHODS) and not attrs & RESEED_METHODS
-
-
-def rng_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[Culprit]:
-    """For each DataLoader call site in ``module`` with workers and no
-    ``worker_init_fn`` (which might re-create it), the first generator
-    object its workers get a copy of, at least ``min_hops`` objects away,
-    drawn from and never re-seeded: every worker replays the same numbers."""
-    found: list[Culprit] = []
-    done: set[tuple[int, int]] = set()
-    for loader in loaders(analysis, module):
-        place = (loader.obj.site.line, loader.obj.site.col)
-        if place in done or loader.workers.kind == "zero":
-            continue
-        if _argument(loader.obj, "worker_init_fn", ROOTS["worker_init_fn"]) is not None:
-            continue
-        for hop in payload(analysis, loader.obj):
-            if len(hop.chain()) < min_hops:
-                continue
-            target = hop.obj
-            if isinstance(target, ExtCallObj) and isinstance(target.callee, ExtAttrObj):
-                target = target.callee.base if target.callee.attr == "manual_seed" else target
-            if rng_kind(analysis, hop.obj) and _drawn_not_reseeded(analysis, target):
-                assert isinstance(hop.obj, ExtCallObj)
-                found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
                 done.add(place)
                 break
     return found

@@ -108,6 +108,7 @@ class Solver:
         self.edges: set[tuple[int, int, object]] = set()
         self.saturated: set[int] = set()
         self.queue: deque[int] = deque()
+        self.deferred: deque[tuple[Callable[[Obj], None], list[Obj]]] = deque()
         self.queued: set[int] = set()
         self.calls: dict[str, set[str]] = {}
         self.signatures: dict[FuncObj, Signature] = {}
@@ -171,6 +172,7 @@ class Solver:
         ):
             mapping.clear()
         self.edges.clear()
+        self.deferred.clear()
         self.cloner = None
 
     # -- nodes ---------------------------------------------------------------------------
@@ -265,9 +267,13 @@ class Solver:
             self.add(dst, self._through(transform, self.pts[src]))
 
     def on(self, node: int, handler: Callable[[Obj], None]) -> None:
+        """Run ``handler`` on every object that reaches ``node``. Objects
+        already there are handled from the solver's loop, not here: a chain
+        of handlers registering handlers would otherwise recurse as deep as
+        the program's data flow (MONAI's and timm's did)."""
         self.handlers[node].append(handler)
-        for obj in list(self.pts[node]):
-            handler(obj)
+        if self.pts[node]:
+            self.deferred.append((handler, list(self.pts[node])))
 
     @staticmethod
     def _through(transform: Transform | None, objs: Iterable[Obj]) -> Iterable[Obj]:
@@ -279,7 +285,13 @@ class Solver:
         return out
 
     def solve(self) -> None:
-        while self.queue or self.dirty:
+        while self.queue or self.dirty or self.deferred:
+            if self.deferred:
+                handler, objs = self.deferred.popleft()
+                self.steps += len(objs)
+                for obj in objs:
+                    handler(obj)
+                continue
             if not self.queue:
                 self._refresh()
                 continue
@@ -294,6 +306,7 @@ class Solver:
                 self.complete = False
                 self.queue.clear()
                 self.queued.clear()
+                self.deferred.clear()
                 return
             for dst, transform in list(self.succ[node]):
                 if node in self.saturated:
@@ -660,11 +673,15 @@ class Solver:
         else:
             self.edge(value, self.elem(box, "?"))
 
+    def put(self, box: ContainerObj, key: object, value: int) -> None:
+        """Store into a container known now (a display, a strong update)."""
+        self.edge(value, self.elem(box, ALL))
+        self.edge(value, self.elem(box, "?" if key is ALL else key))
+
     def store_elem(self, base: int, key: object, value: int) -> None:
         def one(obj: Obj) -> None:
             if isinstance(obj, ContainerObj):
-                self.edge(value, self.elem(obj, ALL))
-                self.edge(value, self.elem(obj, "?" if key is ALL else key))
+                self.put(obj, key, value)
             elif isinstance(obj, (ExtCallObj, ExtAttrObj)):
                 self.edge(value, self._stored_field(obj, "[]"))
             elif isinstance(obj, InstObj):

@@ -603,8 +603,8 @@ class Walker:
         solver = self.solver
         new = solver.container("dict", self.site(node), "update")
         for key, value in stores.items():
-            solver.store_elem(solver.holding(old), key, value)
-            solver.store_elem(solver.holding(new), key, value)
+            solver.put(old, key, value)
+            solver.put(new, key, value)
         for key in list(solver.box_keys.get(old, ())):
             if key not in stores and key != ALL:
                 solver.edge(solver.elem(old, key), solver.elem(new, key))
@@ -680,9 +680,9 @@ class Walker:
                     items = solver.iterate(
                         self.expr(item.value, scope, env), scope.code_owner, self.site(item)
                     )
-                    solver.store_elem(holder, ALL, items)
+                    solver.put(box, ALL, items)
                 else:
-                    solver.store_elem(holder, index, self.expr(item, scope, env))
+                    solver.put(box, index, self.expr(item, scope, env))
             return holder
         if isinstance(node, ast.Dict):
             box = solver.container("dict", self.site(node))
@@ -694,7 +694,7 @@ class Walker:
                     continue
                 key = self.const_key(key_node)
                 solver.edge(self.expr(key_node, scope, env), solver.elem(box, KEYS))
-                solver.store_elem(holder, ALL if key is None else key, value)
+                solver.put(box, ALL if key is None else key, value)
             return holder
         if isinstance(node, ast.Lambda):
             number = scope.lambdas.get(id(node), 0)

@@ -33,7 +33,6 @@ from torchtrap.values.datasets import (
     related_message,
 )
 from torchtrap.values.remote import remote_uses
-from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
 
 
 # The generator families of the value layer (torchtrap.facts.generators).
@@ -173,7 +172,7 @@ class StoredRngInDataset(Rule):
         "numbers, and epoch 2 repeated epoch 1 exactly."
     )
     default_severity = Severity.ERROR
-    requires_text = ("default_rng", "Random", "Generator", "DataLoader")
+    requires_text = ("default_rng", "Random", "Generator")
 
     def check(self) -> Iterable[Finding]:
         datasets = self.ctx.values.datasets
@@ -200,23 +199,6 @@ class StoredRngInDataset(Rule):
                     continue
                 seen.add(id(stored.stmt))
                 yield self._finding(datasets, view, stored, flagged, judgement)
-        ctx = self.ctx
-        for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "rng"):
-            yield self._payload_finding(found)
-
-    def _payload_finding(self, found: PayloadCulprit) -> Finding:
-        """A generator the dataset owns through other objects (an
-        augmentation object, a ``Compose`` of them, a helper's result)."""
-        certain = found.culprit.loader.workers.kind == "some"
-        message = found.message(
-            "every worker gets the same generator", ": identical random numbers in each"
-        )
-        return self.finding(
-            found.node,
-            message,
-            severity=Severity.ERROR if certain else Severity.WARNING,
-            related=found.related,
-        )
 
     # -- detection -----------------------------------------------------------
     def _flagged(self, view: DatasetView) -> Iterator[Stored]:

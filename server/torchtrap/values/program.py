@@ -10,6 +10,7 @@ the file and the index alone.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -36,6 +37,13 @@ def limit(files: int, edited_files: int) -> None:
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
 _MEMO_SLOTS = 4
 MAX_IMPORTED = 40  # modules a one-expression question may cost
+# Source bytes a model may cover. Measured (2-core machine, loaded): about
+# 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
+# a check must stay within a few seconds of its cold time.
+MAX_SOURCE_BYTES = 600_000
+MAX_IMPORTED_BYTES = 150_000
+MAX_BUILDS = 40  # one-expression models per process (each file its own)
+_BUILDS = [0]
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
 
 
@@ -78,7 +86,7 @@ def program_model(project: Project | None, path: str, text: str, tree: ast.Modul
     own = project.summary(this) if project is not None else None
     if own is not None and not own.dataloaders:
         return None  # no DataLoader here: nothing for the model to answer
-    return _model(project, this, text, tree, _reached(project, this), MAX_FILES)
+    return _model(project, this, text, tree, _reached(project, this), MAX_FILES, MAX_SOURCE_BYTES)
 
 
 def module_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
@@ -96,13 +104,15 @@ def module_model(project: Project | None, path: str, text: str, tree: ast.Module
         )
         if module is not None and _same_as_disk(this, text):
             return Model(analysis, module.obj.name)
+    if _BUILDS[0] >= MAX_BUILDS:
+        return None  # a large project with many such questions: not worth a pass each
     if project is None:
-        return _model(project, this, text, tree, [], MAX_IMPORTED)
+        return _model(project, this, text, tree, [], MAX_IMPORTED, MAX_IMPORTED_BYTES)
     own = project.summary(this)
     reached = _closure(project, [own], MAX_IMPORTED) if own is not None else []
     if len(reached) > MAX_IMPORTED:
         return None
-    return _model(project, this, text, tree, reached, MAX_IMPORTED)
+    return _model(project, this, text, tree, reached, MAX_IMPORTED, MAX_IMPORTED_BYTES)
 
 
 def _model(
@@ -112,6 +122,7 @@ def _model(
     tree: ast.Module,
     reached: list[ModuleSummary],
     most: int,
+    most_bytes: int,
 ) -> Model | None:
     entries: dict[str, tuple[str, bool]] = {}
     for summary in reached:
@@ -119,7 +130,7 @@ def _model(
         entries[where] = (summary.module or _stem(where), summary.is_package)
     if this not in entries:
         entries[this] = (_stem(this), False)
-    if len(entries) > most:
+    if len(entries) > most or _source_bytes(entries, this, text) > most_bytes:
         return None
     edited = not _same_as_disk(this, text)
     if edited and len(entries) > MAX_EDITED_FILES:
@@ -135,6 +146,7 @@ def _model(
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not project:
+        _BUILDS[0] += 1
         found = (project, analyse(_load(entries, this, tree)))
         _MEMO[key] = found
         analysis = found[1]
@@ -179,6 +191,15 @@ def _closure(
         names.update(".".join(parts[:i]) for i in range(1, len(parts)))
         stack.extend(project.modules[n] for n in names if n in project.modules)
     return list(seen.values())
+
+
+def _source_bytes(entries: dict[str, tuple[str, bool]], this: str, text: str) -> int:
+    total = len(text)
+    for path in entries:
+        if path != this:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(path)
+    return total
 
 
 def _stem(path: str) -> str:

@@ -23,7 +23,6 @@ from torchtrap.core.payload import (
     cuda_culprits,
     describe,
     model_culprits,
-    rng_culprits,
     workers_text,
 )
 from torchtrap.facts.remote import MESSAGE_LIMIT
@@ -65,8 +64,6 @@ def payload_culprits(
     here = os.path.abspath(path)
     if kind == "model":
         culprits = model_culprits(model.analysis, model.module)
-    elif kind == "rng":
-        culprits = rng_culprits(model.analysis, model.module)
     else:
         culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
     for culprit in culprits:
@@ -140,7 +137,6 @@ def _related(model: Model, culprit: Culprit, here: str) -> list[tuple[str | None
         what = {
             "module": "the model moved to the GPU here",
             "model": "the model made here",
-            "rng": "the generator made here: each worker gets a copy in the same state",
         }.get(culprit.kind, "the CUDA tensor made here")
         rows.append((_other(where[0], here), where[1], what))
     return rows
