@@ -716,9 +716,7 @@ def _chosen_into_attribute(node: ast.Attribute) -> bool:
     """``self.act = self.acts[kind]``: one member of a table picked and
     assigned to an attribute, which registers it (the rest is never used)."""
     use = parent(node)
-    if not (
-        isinstance(use, ast.Subscript) and use.value is node and isinstance(use.ctx, ast.Load)
-    ):
+    if not (isinstance(use, ast.Subscript) and use.value is node and isinstance(use.ctx, ast.Load)):
         return False
     assign = parent(use)
     return (
