@@ -52,7 +52,9 @@ class CudaStatePickledIntoWorkers(Rule):
     whose `__init__` stores a model) or CUDA tensors; `functools.partial`
     given a model; and a Dataset that stores an `nn.Module` (not one that
     holds no parameters or buffers, like a `Sequential` of torchvision
-    transforms or activations) or an object
+    transforms or activations, nor a module class of the project whose
+    methods register only constant buffers and no layer or Parameter, like
+    a CPU feature extractor with a window and a mel filterbank) or an object
     of this file that holds one (or CUDA tensors). For a Dataset it also
     sees DataLoaders in other files of the project (the class in
     `datasets.py`, `DataLoader(..., num_workers=4)` in `train.py`): the
