@@ -191,7 +191,7 @@ class AutogradVariable(Rule):
         if _trains(block[block.index(stmt) :]):
             return True
         return not self.ctx.values.autograd.in_graph(call.args[0], call) and _never_an_input(
-            call, stmt
+            call, stmt, self.ctx.tree
         )
 
     def _under_no_grad(self, call: ast.Call) -> bool:
@@ -576,7 +576,7 @@ _READS = frozenset({"eq", "ne", "equal", "view_as", "expand_as", "type_as", "siz
 _SCALARS = frozenset({"size", "shape", "numel", "dim", "item", "tolist", "numpy"})
 
 
-def _never_an_input(call: ast.Call, stmt: ast.stmt) -> bool:
+def _never_an_input(call: ast.Call, stmt: ast.stmt, tree: ast.Module) -> bool:
     """The ``Variable(...)`` result, bound to a name, is only a target: every
     later use in the scope is a second argument (``criterion(out, target)``),
     a comparison, a method's argument (``pred.eq(target.data)``), a number
@@ -588,7 +588,7 @@ def _never_an_input(call: ast.Call, stmt: ast.stmt) -> bool:
         (a for a in ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
         None,
     )
-    body = scope.body if scope is not None else [stmt]
+    body = scope.body if scope is not None else tree.body
     own = {id(node) for node in walk(call)}
     uses = [
         node
@@ -598,6 +598,7 @@ def _never_an_input(call: ast.Call, stmt: ast.stmt) -> bool:
         and node.id == name
         and isinstance(node.ctx, ast.Load)
         and id(node) not in own
+        and node.lineno > stmt.lineno  # what it was before is another value
     ]
     return all(_target_use(use) for use in uses)
 
