@@ -56,8 +56,8 @@ class LogOfProbability(Rule):
     in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
     `log_softmax`/`logsigmoid`, which need no guard.
 
-    Under `torch.no_grad()` (an evaluation) the message says the metric
-    becomes inf instead: there is no gradient there.
+    Under `torch.no_grad()` (an evaluation, a beam search) the message says
+    the `-inf` lands in the metric or score instead: there is no gradient there.
 
     A value that is such a probability on some paths only (one branch of
     an `if`, some of a function's callers) is reported at info severity,
@@ -200,7 +200,7 @@ class LogOfProbability(Rule):
         # Under no_grad (an evaluation) there is no gradient to poison: the
         # metric computed from the log is what goes wrong.
         graded = not self.ctx.values.autograd.under_no_grad(call)
-        then = "-inf and a NaN gradient" if graded else "an inf metric (log -inf)"
+        then = "-inf and a NaN gradient" if graded else "-inf in the metric or score"
         if prob.kind == "sigmoid" and prob.complement:
             return f"{then} for x > 16.6 (float32)"
         if prob.kind == "sigmoid":
