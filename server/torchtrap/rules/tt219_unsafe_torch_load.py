@@ -234,6 +234,20 @@ class UnsafeTorchLoad(Rule):
             config={"torch-version": "2.4"},
             note="issue 34: a script reloads the file it saved a few lines earlier",
         ),
+        Valid(
+            """
+            import torch
+
+            for epoch in range(3):
+                model = torch.nn.Linear(2, 2)
+                with open(args.save, "wb") as f:
+                    torch.save(model, f)
+            with open(args.save, "rb") as f:
+                model = torch.load(f)
+            """,
+            config={"torch-version": "2.4"},
+            note="pytorch/examples word_language_model: one file through `with open(...) as f`",
+        ),
     )
     invalid = (
         Invalid(
@@ -318,6 +332,20 @@ class UnsafeTorchLoad(Rule):
             line=11,
             note="near miss of the round trip: another path expression, in a function",
         ),
+        Invalid(
+            """
+            import torch
+
+            model = torch.nn.Linear(2, 2)
+            with open("out.pt", "wb") as f:
+                torch.save(model, f)
+            with open("downloaded.pt", "rb") as f:
+                other = torch.load(f)
+            """,
+            config={"torch-version": "2.4"},
+            line=8,
+            note="near miss of the round trip: `f` names another file the second time",
+        ),
     )
 
 
@@ -359,8 +387,8 @@ def _round_trip(call: ast.Call, imports: ImportTable, tree: ast.Module) -> bool:
     if loaded is None:
         return False
     function = enclosing_function(call)
-    scope: Iterable[ast.AST] = walk(function) if function is not None else _top_level(tree)
-    path = dotted_name(loaded) or ast.dump(loaded)
+    scope = list(walk(function) if function is not None else _top_level(tree))
+    path = _path_key(loaded, scope)
     for node in scope:
         if (
             isinstance(node, ast.Call)
@@ -369,9 +397,30 @@ def _round_trip(call: ast.Call, imports: ImportTable, tree: ast.Module) -> bool:
             and node.lineno <= call.lineno
         ):
             saved = _path_argument(node, "f", 1)
-            if saved is not None and (dotted_name(saved) or ast.dump(saved)) == path:
+            if saved is not None and _path_key(saved, scope) == path:
                 return True
     return False
+
+
+def _path_key(expr: ast.expr, scope: list[ast.AST]) -> str:
+    """How a path is spelled; for ``f`` of ``with open(P, ...) as f:``
+    (the nearest such ``with`` before it), how ``P`` is spelled."""
+    if isinstance(expr, ast.Name):
+        opened = [
+            item.context_expr.args[0]
+            for node in scope
+            if isinstance(node, ast.With) and node.lineno <= expr.lineno
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name)
+            and item.optional_vars.id == expr.id
+            and isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Name)
+            and item.context_expr.func.id == "open"
+            and item.context_expr.args
+        ]
+        if opened:
+            expr = opened[-1]
+    return dotted_name(expr) or ast.dump(expr)
 
 
 def _path_argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
