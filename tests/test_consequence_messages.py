@@ -95,3 +95,24 @@ def test_tt201_names_the_softmax_line_and_no_canned_numbers() -> None:
     assert "-inf and a NaN gradient when a probability underflows" in finding.message
     assert _related_lines(finding) == [(5, "the softmax is computed here")]
     assert not any("logits [0, 120]" in m for _, m in _related_lines(finding))
+
+
+def test_tt201_and_tt213_in_a_no_grad_evaluation_name_the_metric_not_a_gradient() -> None:
+    # Issue 34/35: under no_grad there is no gradient to poison.
+    for header in ("@torch.no_grad()\ndef evaluate(model, x, y):", "def evaluate(model, x, y):"):
+        body = "    with torch.no_grad():\n" if header.startswith("def") else "    if True:\n"
+        source = (
+            "import torch\nimport torch.nn.functional as F\n\n"
+            + header
+            + "\n"
+            + body
+            + "        probs = torch.softmax(model(x), -1)\n"
+            + "        nll = -torch.log(probs).gather(1, y[:, None]).mean()\n"
+            + "        ce = F.cross_entropy(torch.softmax(model(x), -1), y)\n"
+            + "    return nll.item(), ce.item()\n"
+        )
+        tt201 = _one("TT201", source)
+        assert tt201.message.endswith(": -inf in the metric or score when a probability underflows")
+        assert "gradient" not in tt201.message
+        tt213 = _one("TT213", source)
+        assert tt213.message.endswith("it normalises twice and the loss value is off")

@@ -38,7 +38,8 @@ _DISPLAYING_CELL_MAGICS = frozenset({"time", "capture", "debug"})
 _TIMING_CELL_MAGICS = frozenset({"timeit", "prun", "memit", "snakeviz"})
 _MAGIC_RE = re.compile(r"%%?|!!?")
 _ASSIGN_MAGIC_RE = re.compile(r"[\w.\[\], ]+=\s*(?=[%!])")
-_HELP_RE = re.compile(r"[\w.]*\?{1,2}\s*$|\?{1,2}[\w.]+\s*$")
+# ``obj?``, ``??obj``, and the wildcard search ``torch.*Tensor?`` (psearch).
+_HELP_RE = re.compile(r"[\w.*]*\?{1,2}\s*$|\?{1,2}[\w.*]+\s*$")
 _INDENT_RE = re.compile(r"[ \t]+")
 
 

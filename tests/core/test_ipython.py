@@ -24,6 +24,7 @@ VALID_IPYTHON = {
     "indented first line (IPython dedents)": "    import torch\n    x = torch.zeros(3)",
     "indented cell magic": "  %%time\n  import os\n  os.getcwd()",
     "help": "torch.clamp?\n??torch.log",
+    "wildcard help (issue 34)": "import torch\ntorch.*Tensor?\n?torch.nn.*Loss\n*int*??",
     "percent on a continuation line is Python": 's = ("a %s"\n     % 3)\nt = 1',
     "bang-equals on a continuation line is Python": "ok = (1\n      != 2)",
     "magic-looking text in a string": 'doc = """\n!important\n%not a magic\n"""',

@@ -10,6 +10,7 @@ then their fields, container elements, a bound method's owner, a
 
 from __future__ import annotations
 
+import ast
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.solver import LOADERS
-from torchtrap.facts.modules import STATELESS_LAYERS
+from torchtrap.facts.modules import STATELESS_LAYERS, holds_only_buffers
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
 ROOTS = {"dataset": 0, "sampler": 3, "batch_sampler": 4, "collate_fn": 6, "worker_init_fn": 10}
@@ -350,7 +351,19 @@ def holds_parameters(analysis: Analysis, obj: Obj) -> bool:
         return False
     if isinstance(obj, ExtCallObj) and obj.type_name:
         return obj.type_name.rsplit(".", 1)[-1] not in STATELESS_LAYERS
+    if isinstance(obj, InstObj):
+        # A feature extractor whose own methods register only buffers.
+        return not holds_only_buffers(obj.cls.node, lambda node: _external_name(analysis, node))
     return True
+
+
+def _external_name(analysis: Analysis, node: ast.AST) -> str | None:
+    """The library name an expression holds (``nn.Module``: ``torch.nn.Module``)."""
+    objs = analysis.values(node) if isinstance(node, ast.expr) else None
+    if not objs or len(objs) != 1:
+        return None
+    obj = next(iter(objs))
+    return obj.name if isinstance(obj, ExternalObj) else None
 
 
 def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[Culprit]:

@@ -89,6 +89,99 @@ def holds_no_state(value: ast.expr, qualname: Callable[[ast.AST], str | None]) -
     return False
 
 
+_REGISTERS_STATE = frozenset({"register_parameter", "add_module", "register_module"})
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "str", "bool"})
+
+
+def holds_only_buffers(cls: ast.ClassDef, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """A class deriving directly from ``nn.Module`` that registers no layer
+    and no Parameter: every ``self.x = ...`` of its methods is a number, a
+    string or a tensor from a library function, and its state is buffers
+    (``register_buffer``): a feature extractor (a window, a mel filterbank).
+    Pickled into a worker it copies constants, no weights. Anything this
+    cannot read (a project function's result, an argument) counts as state."""
+    if not cls.bases or any(qualname(b) != "torch.nn.Module" for b in cls.bases):
+        return False
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain = _scalar_parameters(fn)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
+                    return False
+                if isinstance(func, ast.Name) and func.id == "setattr":
+                    return False
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(_self_attribute(t) for t in targets) and not _constant_state(
+                    node.value, plain, qualname
+                ):
+                    return False
+    return True
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    if isinstance(node, ast.Tuple):
+        return any(_self_attribute(e) for e in node.elts)
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _scalar_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters known to be plain values: a constant default or a scalar annotation."""
+    args = [*fn.args.posonlyargs, *fn.args.args]
+    defaulted = [a.arg for a in args][len(args) - len(fn.args.defaults) :]
+    defaults = dict(zip(defaulted, fn.args.defaults, strict=True))
+    found = set()
+    for arg in [*args, *fn.args.kwonlyargs]:
+        default = defaults.get(arg.arg)
+        annotation = arg.annotation
+        if isinstance(default, ast.Constant) or (
+            isinstance(annotation, ast.Name) and annotation.id in _SCALAR_ANNOTATIONS
+        ):
+            found.add(arg.arg)
+    for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        if isinstance(default, ast.Constant):
+            found.add(arg.arg)
+    return found
+
+
+def _constant_state(
+    value: ast.expr, plain: set[str], qualname: Callable[[ast.AST], str | None]
+) -> bool:
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in plain
+    if isinstance(value, ast.BinOp):
+        return _constant_state(value.left, plain, qualname) and _constant_state(
+            value.right, plain, qualname
+        )
+    if isinstance(value, ast.UnaryOp):
+        return _constant_state(value.operand, plain, qualname)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_constant_state(e, plain, qualname) for e in value.elts)
+    if isinstance(value, ast.Call):
+        name = qualname(value.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        # A library function (torch.hann_window, numpy.linspace), not a class.
+        return (
+            "." in name
+            and not name.startswith("torch.nn.")
+            and last[:1].islower()
+            and all(
+                _constant_state(a, plain, qualname)
+                for a in [*value.args, *(k.value for k in value.keywords)]
+            )
+        )
+    return False
+
+
 # Methods that switch a module's mode (or return it switched).
 MODE_METHODS = frozenset({"eval", "train"})
 

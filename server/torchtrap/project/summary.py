@@ -27,7 +27,7 @@ from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.generators import RESEED_METHODS, setattr_name
 from torchtrap.facts.imports import ImportTable, canonical, dotted_name
 from torchtrap.facts.index import block_statements, parent, walk
-from torchtrap.facts.modules import TRAIN_MODE_LAYERS, inert_layer
+from torchtrap.facts.modules import TRAIN_MODE_LAYERS, holds_only_buffers, inert_layer
 from torchtrap.facts.tensors import TENSOR_ANNOTATIONS, TensorFacts
 from torchtrap.facts.workers import pins_fork
 from torchtrap.findings import Range
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 # (flow-sensitive: the binding before the use, not the first after it)
 # 6: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
 # FunctionFact.makes, ModuleSummary.passing / called
-SUMMARY_VERSION = 6
+# 7: ClassFact.buffers_only (a feature extractor with constant buffers, TT104)
+SUMMARY_VERSION = 7
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -156,6 +157,8 @@ class ClassFact:
     layers: tuple[str, ...] = ()
     output: str | None = None
     train_layers: tuple[tuple[str, Span], ...] = ()
+    # Derives from nn.Module and registers only constant buffers (TT104).
+    buffers_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -385,6 +388,7 @@ class _Summarizer:
                     layers,
                     output,
                     train_layers,
+                    holds_only_buffers(stmt, self.ref),
                 )
             else:
                 params = tuple(a.arg for a in _params(stmt))

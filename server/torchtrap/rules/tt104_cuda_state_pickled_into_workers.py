@@ -11,7 +11,6 @@ from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import located_phrase, self_name, self_stores
 from torchtrap.facts.index import ancestors, enclosing_function, walk
-from torchtrap.facts.modules import holds_no_state
 from torchtrap.facts.remote import is_remote, with_location
 from torchtrap.facts.workers import fork_only, is_cuda_expression
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
@@ -22,7 +21,7 @@ from torchtrap.values import Kind
 from torchtrap.values.datasets import Exposure, LoaderStatus, judge
 from torchtrap.values.remote import remote_uses
 from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
-from torchtrap.values.workers import model_holding
+from torchtrap.values.workers import holds_no_weights, model_holding
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -53,7 +52,9 @@ class CudaStatePickledIntoWorkers(Rule):
     whose `__init__` stores a model) or CUDA tensors; `functools.partial`
     given a model; and a Dataset that stores an `nn.Module` (not one that
     holds no parameters or buffers, like a `Sequential` of torchvision
-    transforms or activations) or an object
+    transforms or activations, nor a module class of the project whose
+    methods register only constant buffers and no layer or Parameter, like
+    a CPU feature extractor with a window and a mel filterbank) or an object
     of this file that holds one (or CUDA tensors). For a Dataset it also
     sees DataLoaders in other files of the project (the class in
     `datasets.py`, `DataLoader(..., num_workers=4)` in `train.py`): the
@@ -260,8 +261,8 @@ class CudaStatePickledIntoWorkers(Rule):
         """ "an nn.Module" for a module; for an instance of another class of
         this file that holds one, "a `Helper` that holds ..."."""
         if self.ctx.values.of(value).holds(Kind.MODULE):
-            if holds_no_state(value, self.ctx.facts.imports.qualname):
-                return None  # `nn.Sequential(T.RandomCrop(32), ...)`: nothing to copy
+            if holds_no_weights(value, self.ctx.values):
+                return None  # `nn.Sequential(T.RandomCrop(32), ...)`, `LogMel()`: no weights
             return "an nn.Module"
         local = self.ctx.facts.classes.class_of_call(value)
         if local is None or local is owner:
@@ -635,5 +636,75 @@ CudaStatePickledIntoWorkers.invalid = (
         line=13,
         message_contains="(holds `self.scorer`, a `Scorer` with a model) is pickled",
         note="a Dataset that stores an object holding a CUDA model",
+    ),
+)
+
+# Issue 34: a feature extractor that holds only constant buffers.
+CudaStatePickledIntoWorkers.valid += (
+    Valid(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, Dataset
+
+        class LogMel(nn.Module):
+            def __init__(self, n_fft: int = 400, n_mels: int = 80):
+                super().__init__()
+                self.n_fft = n_fft
+                self.register_buffer("window", torch.hann_window(n_fft))
+                self.register_buffer("fbank", torch.rand(n_mels, n_fft // 2 + 1))
+
+            def forward(self, wav):
+                spec = torch.stft(wav, self.n_fft, window=self.window, return_complex=True)
+                return (self.fbank @ spec.abs() ** 2).clamp(min=1e-10).log()
+
+        class Speech(Dataset):
+            def __init__(self, waves):
+                self.waves = waves
+                self.features = LogMel()
+
+            def __len__(self):
+                return len(self.waves)
+
+            def __getitem__(self, i):
+                return self.features(self.waves[i])
+
+        loader = DataLoader(Speech([]), batch_size=2, num_workers=4)
+        """,
+        note="issue 34: a CPU feature extractor with constant buffers only, owned by the dataset",
+    ),
+)
+CudaStatePickledIntoWorkers.invalid += (
+    Invalid(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, Dataset
+
+        class LogMel(nn.Module):
+            def __init__(self, n_fft: int = 400, n_mels: int = 80):
+                super().__init__()
+                self.register_buffer("window", torch.hann_window(n_fft))
+                self.proj = nn.Linear(n_fft // 2 + 1, n_mels)
+
+            def forward(self, wav):
+                spec = torch.stft(wav, 400, window=self.window, return_complex=True)
+                return self.proj(spec.abs().T)
+
+        class Speech(Dataset):
+            def __init__(self, waves):
+                self.waves = waves
+                self.features = LogMel()
+
+            def __len__(self):
+                return len(self.waves)
+
+            def __getitem__(self, i):
+                return self.features(self.waves[i])
+
+        loader = DataLoader(Speech([]), batch_size=2, num_workers=4)
+        """,
+        line=19,
+        note="near miss of the feature extractor: a learned projection (weights)",
     ),
 )

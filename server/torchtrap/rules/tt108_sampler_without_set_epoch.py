@@ -6,9 +6,11 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.dataloaders import DATALOADER, bind_arguments
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import enclosing_function
+from torchtrap.facts.index import enclosing_function, walk_scope
+from torchtrap.facts.modules import is_eval_call
 from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import edits
@@ -53,7 +55,10 @@ class SamplerWithoutSetEpoch(Rule):
     Silent for `shuffle=False` (or any value that is not evidently true),
     when `set_epoch` is called in the epoch loop (on anything), when some
     other function of this file calls `set_epoch` (it may run every epoch),
-    for a single pass over the loader (no outer loop), when a call the
+    for a single pass over the loader (no outer loop), for an evaluation
+    pass (the loop over the loader runs under `torch.no_grad()`, or after
+    `model.eval()` with no backward: a validation loader rebuilt every epoch,
+    whose order does not matter), when a call the
     analysis cannot follow gets the loader or the sampler in the epoch loop,
     for loaders that frameworks manage (Lightning and HF `Trainer` set the
     epoch; `accelerator.prepare(loader)` returns a loader that does), and
@@ -124,6 +129,8 @@ class SamplerWithoutSetEpoch(Rule):
                     continue
                 if _may_set_epoch(events, event.receiver):
                     continue
+                if self._evaluation(loops, event):
+                    continue  # a validation pass: its order does not matter
                 elsewhere, before = _set_epoch_elsewhere(calls, loop)
                 if elsewhere:
                     continue  # another function sets the epoch: it may run every epoch
@@ -178,6 +185,22 @@ class SamplerWithoutSetEpoch(Rule):
         conditional = len(values) > 1 or any(isinstance(v, ast.IfExp) for v, _ in values)
         return _Sampled(call, sampler, expr, through_batch, conditional)
 
+    def _evaluation(self, loops: LoopFacts, iteration: Event) -> bool:
+        """The loop over the loader evaluates: it runs with grad off
+        (``torch.no_grad()`` there or around a helper that leads to it), or
+        after ``model.eval()`` in its function without a backward in it."""
+        imports = self.ctx.facts.imports
+        if any(grad_off_context(n, imports) is not None for n in (iteration.node, *iteration.via)):
+            return True
+        function = enclosing_function(iteration.node)
+        if function is None or loops.may_backpropagate(iteration.node):
+            return False
+        line = getattr(iteration.node, "lineno", 0)
+        return any(
+            isinstance(n, ast.Call) and is_eval_call(n) and n.lineno < line
+            for n in walk_scope(function)
+        )
+
     def _value(self, loops: LoopFacts, expr: ast.expr, at: ast.AST) -> ast.Call | None:
         values = loops.values(Ref(expr, at, dotted_name(expr)))
         if not values or len(values) != 1 or not isinstance(values[0][0], ast.Call):
@@ -188,16 +211,16 @@ class SamplerWithoutSetEpoch(Rule):
         self, loop: Loop, iteration: Event, sampled: _Sampled, before: ast.AST | None
     ) -> Finding:
         assert iteration.receiver is not None
-        loader = iteration.receiver.key or "the loader"
+        loader = f"`{iteration.receiver.key}`'s" if iteration.receiver.key else "the loader's"
         candidates: tuple[str, ...]
         if before is not None:
             candidates = (
-                f"`set_epoch()` runs once, before the loop: `{loader}`'s DistributedSampler "
+                f"`set_epoch()` runs once, before the loop: {loader} DistributedSampler "
                 "gives every epoch the same order",
             )
         else:
             candidates = (
-                f"`{loader}`'s DistributedSampler never gets `set_epoch()` in this loop: "
+                f"{loader} DistributedSampler never gets `set_epoch()` in this loop: "
                 "every epoch sees the same order",
                 "the DistributedSampler never gets `set_epoch()` here: every epoch sees the "
                 "same order",
@@ -359,6 +382,43 @@ class SamplerWithoutSetEpoch(Rule):
             """,
             note="shuffle from a variable: maybe off",
         ),
+        Valid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def validate(model, val_set):
+                loader = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set))
+                model.eval()
+                correct = 0
+                with torch.no_grad():
+                    for x, y in loader:
+                        correct += (model(x).argmax(1) == y).sum().item()
+                return correct
+
+            def main(model, train_loader, val_set, optimizer, epochs):
+                for epoch in range(epochs):
+                    model.train()
+                    for x, y in train_loader:
+                        optimizer.zero_grad()
+                        model(x).sum().backward()
+                        optimizer.step()
+                    validate(model, val_set)
+            """,
+            note="issue 34: a validation loader rebuilt for one pass; its order does not matter",
+        ),
+        Valid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def main(model, val_set, epochs):
+                for epoch in range(epochs):
+                    model.eval()
+                    for x, y in DataLoader(val_set, sampler=DistributedSampler(val_set)):
+                        print(model(x).argmax(1).eq(y).float().mean())
+            """,
+            note="an evaluation after model.eval(), no backward: order does not matter",
+        ),
     )
     invalid = (
         Invalid(
@@ -477,6 +537,26 @@ class SamplerWithoutSetEpoch(Rule):
                     for batch in loader:
                         pass
             """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def train_one_epoch(model, train_set, optimizer):
+                loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))
+                model.train()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+
+            def main(model, train_set, optimizer, epochs):
+                for epoch in range(epochs):
+                    train_one_epoch(model, train_set, optimizer)
+            """,
+            message_contains="the loader's DistributedSampler never gets `set_epoch()`",
+            note="near miss of the rebuilt validation loader: the training loader, rebuilt",
         ),
     )
 

@@ -105,6 +105,9 @@ class LogOfProbability(Rule):
     in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
     `log_softmax`/`logsigmoid`, which need no guard.
 
+    Under `torch.no_grad()` (an evaluation, a beam search) the message says
+    the `-inf` lands in the metric or score instead: there is no gradient there.
+
     A value that is such a probability on some paths only (one branch of
     an `if`, some of a function's callers) is reported at info severity,
     saying what it assumed ("if `p` is the softmax from line 7"), with the
@@ -265,7 +268,7 @@ class LogOfProbability(Rule):
         fix = self._rewrite_fix(call, arg, base, method_form, prob)
         if fix is None:
             fix = self._clamp_fix(call, arg, method_form)
-        message = f"{log_text} of {what}: {self._consequence(prob)}"
+        message = f"{log_text} of {what}: {self._consequence(prob, call)}"
         related = []
         made = "normalisation" if prob.kind == "normalised" else prob.kind
         if where is not None:
@@ -289,13 +292,15 @@ class LogOfProbability(Rule):
         else on the other paths, so no rewrite to log-space)."""
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         what = "1 minus a probability" if prob.complement else "a probability"
-        message = f"{log_text} of {what} {assumption.phrase}: {self._consequence(prob)}"
+        message = f"{log_text} of {what} {assumption.phrase}: {self._consequence(prob, call)}"
         fix = self._clamp_fix(call, arg, method_form)
         return self.finding(call, message, fixes=[fix], assumption=assumption)
 
-    @staticmethod
-    def _consequence(prob: Probability) -> str:
-        then = "-inf and a NaN gradient"
+    def _consequence(self, prob: Probability, call: ast.Call) -> str:
+        # Under no_grad (an evaluation) there is no gradient to poison: the
+        # metric computed from the log is what goes wrong.
+        graded = not self.ctx.values.autograd.under_no_grad(call)
+        then = "-inf and a NaN gradient" if graded else "-inf in the metric or score"
         if prob.kind == "sigmoid" and prob.complement:
             return f"{then} for x > 16.6 (float32)"
         if prob.kind == "sigmoid":

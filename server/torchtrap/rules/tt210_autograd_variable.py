@@ -47,6 +47,10 @@ class AutogradVariable(Rule):
       `x.detach().requires_grad_(...)` with `requires_grad` (on a fresh
       tensor such as `x.data.clone()`, `x.data.clone().requires_grad_(...)`). Inside
       `torch.no_grad()`, `volatile=True` changes nothing: a hint like a plain `Variable(x)`.
+      The same hint where `torch.no_grad()` is the wrong advice: the rest of the
+      block trains (`backward()`, `step()`: its graph is wanted), or the value is
+      a target or constant that never reaches a model (only a later argument,
+      `criterion(out, target)`, a comparison, `target.size(0)`, a slot written into).
 
     Silent for other libraries' `Variable` (TensorFlow, sympy, JAX, pyro's
     own), a local class called `Variable`, a `Variable` whose import cannot be
@@ -113,10 +117,15 @@ class AutogradVariable(Rule):
             if None in keywords or set(keywords) - {"volatile", "requires_grad"}:
                 continue
             volatile = keywords.get("volatile")
-            if volatile is not None and not _is_false(volatile) and not self._under_no_grad(call):
+            if (
+                volatile is not None
+                and not _is_false(volatile)
+                and not self._under_no_grad(call)
+                and not self._harmless_volatile(call)
+            ):
                 yield self._volatile(call, volatile)
                 continue
-            yield self._plain(call, keywords.get("requires_grad"))
+            yield self._plain(call, keywords.get("requires_grad"), volatile)
 
     # -- volatile=True ----------------------------------------------------------
     def _volatile(self, call: ast.Call, volatile: ast.expr) -> Finding:
@@ -171,6 +180,20 @@ class AutogradVariable(Rule):
             build=build,
         )
 
+    def _harmless_volatile(self, call: ast.Call) -> bool:
+        """``volatile=True`` where no_grad is the wrong advice: the block goes
+        on to train (its graph is wanted), or the value is a target or a
+        constant that never reaches a model (nothing is recorded from it)."""
+        stmt = enclosing_statement(call)
+        block = _block_of(stmt) if stmt is not None else None
+        if stmt is None or block is None:
+            return False
+        if _trains(block[block.index(stmt) :]):
+            return True
+        return not self.ctx.values.autograd.in_graph(call.args[0], call) and _never_an_input(
+            call, stmt, self.ctx.tree
+        )
+
     def _under_no_grad(self, call: ast.Call) -> bool:
         qualname = self.ctx.facts.imports.qualname
         for anc in ancestors(call):
@@ -194,7 +217,9 @@ class AutogradVariable(Rule):
         return False
 
     # -- plain Variable(x) --------------------------------------------------------
-    def _plain(self, call: ast.Call, requires_grad: ast.expr | None) -> Finding:
+    def _plain(
+        self, call: ast.Call, requires_grad: ast.expr | None, volatile: ast.expr | None = None
+    ) -> Finding:
         source = self.ctx.source
         arg = call.args[0]
         text = source.segment(self.ctx.range(arg))
@@ -235,7 +260,7 @@ class AutogradVariable(Rule):
             build=lambda: [edits.replace(source, call, replacement)],
         )
         message = f"`Variable(...)` is a legacy wrapper that only returns {equivalent}"
-        if self._under_no_grad(call) and call.keywords:
+        if volatile is not None and not _is_false(volatile):
             message += "; `volatile` is ignored"
         return self.finding(call, message, severity=Severity.HINT, fixes=[fix])
 
@@ -359,8 +384,56 @@ class AutogradVariable(Rule):
                 optimizer.step()
                 return out
             """,
-            severity=Severity.WARNING,
-            note="the block trains: flagged without the no_grad fix",
+            severity=Severity.HINT,
+            message_contains="`volatile` is ignored",
+            fixed="""
+            import torch
+            from torch.autograd import Variable
+
+            def evaluate(model, x, optimizer):
+                out = model(x.detach())
+                out.sum().backward()
+                optimizer.step()
+                return out
+            """,
+            note="the block trains: its graph is wanted, no_grad would break it; a hint",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.autograd import Variable
+
+            def train(model, loader, criterion, optimizer):
+                for x, y in loader:
+                    x = Variable(x.cuda())
+                    y = Variable(y.cuda(), volatile=True)
+                    loss = criterion(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            severity=Severity.HINT,
+            message_contains="`volatile` is ignored",
+            note="issue 34: a target in a training step; no_grad there would stop training",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.autograd import Variable
+
+            def infer(valid_queue, model, criterion):
+                model.eval()
+                for step, (input, target) in enumerate(valid_queue):
+                    input = Variable(input, volatile=True).cuda()
+                    target = Variable(target, volatile=True).cuda(non_blocking=True)
+                    logits = model(input)
+                    loss = criterion(logits, target)
+                    correct = logits.argmax(1).eq(target.data).sum()
+                    n = target.size(0)
+            """,
+            line=8,
+            message_contains="`volatile=True` has no effect since torch 0.4",
+            note="darts' infer(): the input warns, the target is a hint (test_fp_issue34)",
         ),
         Invalid(
             """
@@ -495,6 +568,82 @@ def _block_of(stmt: ast.stmt) -> list[ast.stmt] | None:
         if isinstance(block, list) and any(s is stmt for s in block):
             return block
     return None
+
+
+# Tensor methods that read a value without feeding it to a model.
+_READS = frozenset({"eq", "ne", "equal", "view_as", "expand_as", "type_as", "size", "numel", "dim"})
+# A chain ``t.data.cuda()`` ending in one of these is a number, not an input.
+_SCALARS = frozenset({"size", "shape", "numel", "dim", "item", "tolist", "numpy"})
+
+
+def _never_an_input(call: ast.Call, stmt: ast.stmt, tree: ast.Module) -> bool:
+    """The ``Variable(...)`` result, bound to a name, is only a target: every
+    later use in the scope is a second argument (``criterion(out, target)``),
+    a comparison, a method's argument (``pred.eq(target.data)``), a number
+    (``target.size(0)``) or a slot written into. Unknown uses count as inputs."""
+    name = _bound_name(call, stmt)
+    if name is None:
+        return False
+    scope = next(
+        (a for a in ancestors(stmt) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+        None,
+    )
+    body = scope.body if scope is not None else tree.body
+    own = {id(node) for node in walk(call)}
+    uses = [
+        node
+        for top in body
+        for node in walk(top)
+        if isinstance(node, ast.Name)
+        and node.id == name
+        and isinstance(node.ctx, ast.Load)
+        and id(node) not in own
+        and node.lineno > stmt.lineno  # what it was before is another value
+    ]
+    return all(_target_use(use) for use in uses)
+
+
+def _bound_name(call: ast.Call, stmt: ast.stmt) -> str | None:
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    value, target = stmt.value, stmt.targets[0]
+    if isinstance(value, ast.Tuple) and isinstance(target, ast.Tuple):
+        pairs = list(zip(target.elts, value.elts, strict=False))
+    else:
+        pairs = [(target, value)]
+    for left, right in pairs:
+        # `Variable(x, volatile=True).cuda()`: the move returns the same value.
+        while (
+            isinstance(right, ast.Call)
+            and isinstance(right.func, ast.Attribute)
+            and right.func.attr in ("cuda", "cpu", "to", "float", "long")
+        ):
+            right = right.func.value
+        if right is call:
+            return left.id if isinstance(left, ast.Name) else None
+    return None
+
+
+def _target_use(use: ast.Name) -> bool:
+    node: ast.AST = use
+    up = parent(node)
+    last = ""
+    while (isinstance(up, ast.Attribute) and up.value is node) or (
+        isinstance(up, ast.Call) and up.func is node
+    ):
+        if isinstance(up, ast.Attribute):
+            last = up.attr
+        node, up = up, parent(up)
+    if last in _SCALARS or isinstance(up, ast.Compare):
+        return True
+    if isinstance(up, ast.Subscript) and up.value is node:
+        return isinstance(up.ctx, ast.Store)
+    if isinstance(up, ast.Call):
+        if any(kw.value is node for kw in up.keywords) or node in up.args[1:]:
+            return True
+        func = up.func
+        return isinstance(func, ast.Attribute) and func.attr in _READS
+    return False
 
 
 def _trains(statements: list[ast.stmt]) -> bool:

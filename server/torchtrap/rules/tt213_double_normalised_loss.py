@@ -191,9 +191,15 @@ class DoubleNormalisedLoss(Rule):
                 "not -log p; use `log_softmax`"
             )
         else:
+            # Under no_grad (an evaluation) nothing trains: the reported loss is what is off.
+            effect = (
+                "the loss value is off"
+                if self.ctx.values.autograd.under_no_grad(call)
+                else "training stalls"
+            )
             message = (
                 f"`{loss.name}` applies {loss.applies} itself: given {given}, it normalises "
-                "twice and training stalls"
+                f"twice and {effect}"
             )
             if len(message) > 120:
                 message = f"`{loss.name}` applies {loss.applies} itself: {given} is squashed twice"

@@ -45,7 +45,8 @@ class LossKeptWithGraph(Rule):
     (`loss * x.size(0)`) and methods that keep the graph (`.mean()`,
     `.cpu()`).
 
-    Silent for `.item()`, `float(...)`, `.detach()`, `.data`, `.tolist()`;
+    Silent for `.item()`, `float(...)`, `.detach()`, `.data`, `.tolist()`
+    (also a name rebound to one before it is added: `loss = loss.detach().cpu().numpy()`);
     under `torch.no_grad()`, `torch.inference_mode()`,
     `torch.set_grad_enabled(False)`; when the sum itself is backpropagated
     (gradient accumulation: `total.backward()`); for accumulation within one
@@ -344,6 +345,23 @@ class LossKeptWithGraph(Rule):
             """,
             note="the backpropagated item is replaced by its detached value (packnet-sfm's fix)",
         ),
+        Valid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                running = 0.0
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    loss = loss.detach().cpu().numpy()
+                    running += loss
+                return running
+            """,
+            note="issue 34: the name is rebound to a detached numpy value before it is added",
+        ),
     )
     invalid = (
         Invalid(
@@ -496,6 +514,24 @@ class LossKeptWithGraph(Rule):
                         self.optimizer.step()
                         self.epoch_loss += (loss * x.size(0)).detach()
             """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, criterion):
+                running = 0.0
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    loss_np = loss.detach().cpu().numpy()
+                    running += loss
+                return running, loss_np
+            """,
+            line=12,
+            note="near miss of the rebound name: the detached copy has another name",
         ),
     )
 

@@ -7,12 +7,15 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import enclosing_function
+from torchtrap.facts.index import enclosing_function, parent
 from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Finding, Fix, Severity, line_text
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.loops import BACKWARD, CALL, EVAL, TRAIN, Event, Loop, LoopFacts, Ref
+
+# A forward whose output is cut from the graph trains nothing of that model.
+_DETACHING = frozenset({"detach", "data", "item", "tolist", "numpy"})
 
 
 class TrainModeNotRestored(Rule):
@@ -34,7 +37,9 @@ class TrainModeNotRestored(Rule):
     for `eval()` on another object (a copy, an EMA model, a frozen
     teacher), for models whose class (defined in this file) has neither
     Dropout nor BatchNorm, for a module switched to eval mode on every step
-    next to the training code (a frozen part), for an evaluation inside a
+    next to the training code (a frozen part), for a model whose forward in
+    the training step is detached (`self.encoder(obs).detach()`: a frozen
+    pretrained encoder kept in eval mode on purpose), for an evaluation inside a
     context manager that restores the mode (detectron2's
     `inference_context`), and in Lightning or HF `Trainer` classes. A model
     whose layers this file does not show is reported at information level.
@@ -364,6 +369,36 @@ class TrainModeNotRestored(Rule):
             """,
             note="one helper sets the mode it is asked for (fairseq's pitch predictor)",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Agent:
+                def __init__(self):
+                    self.encoder = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+                    self.policy = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
+                    self.optimizer = torch.optim.Adam(self.policy.parameters())
+
+                def train_mode(self):
+                    self.policy.train()
+                    self.encoder.eval()
+
+                def update(self, obs):
+                    z = self.encoder(obs).detach()
+                    loss = self.policy(z).sum()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+
+                def run(self, loader, epochs):
+                    for epoch in range(epochs):
+                        self.train_mode()
+                        for obs in loader:
+                            self.update(obs)
+            """,
+            note="issue 34: a frozen pretrained encoder kept in eval mode, its output detached",
+        ),
     )
     invalid = (
         Invalid(
@@ -519,6 +554,38 @@ class TrainModeNotRestored(Rule):
                         accuracy = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Agent:
+                def __init__(self):
+                    self.encoder = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+                    self.policy = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1))
+                    self.optimizer = torch.optim.Adam(
+                        [*self.policy.parameters(), *self.encoder.parameters()]
+                    )
+
+                def train_mode(self):
+                    self.policy.train()
+                    self.encoder.eval()
+
+                def update(self, obs):
+                    z = self.encoder(obs)
+                    loss = self.policy(z).sum()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+
+                def run(self, loader, epochs):
+                    for epoch in range(epochs):
+                        self.train_mode()
+                        for obs in loader:
+                            self.update(obs)
+            """,
+            note="near miss of the frozen encoder: trained through (not detached), left in eval",
+        ),
     )
 
 
@@ -553,6 +620,7 @@ def _unrestored_step(
             and event.receiver is not None
             and event.receiver.key == model.key
             and not _grad_off(loops, event)
+            and not _output_detached(event)
         ):
             forward = event
         elif event.kind == BACKWARD and forward is not None:
@@ -590,6 +658,13 @@ def _next_to_training(evaluation: Event, backward: Event) -> bool:
         and evaluation.loops == backward.loops
         and not backward.via
     )
+
+
+def _output_detached(event: Event) -> bool:
+    """``self.encoder(obs).detach()``: a frozen part's forward, no training
+    step of it (nothing flows back into it)."""
+    up = parent(event.node)
+    return isinstance(up, ast.Attribute) and up.value is event.node and up.attr in _DETACHING
 
 
 def _grad_off(loops: LoopFacts, event: Event) -> bool:

@@ -90,6 +90,8 @@ class UnregisteredSubmodules(Rule):
     `register_parameter`, `setattr`, also through a helper method of the
     class), members that are references to registered ones (`[self.fc1, self.fc2]`)
     or modules passed in (`[teacher]`: a helper kept out on purpose), a
+    factory table whose only use is picking one member into an attribute
+    (`self.rnn = self.cells[cell]`: the one used is registered), a
     comment at the assignment that says it is kept out on purpose,
     stateless layers (`nn.ReLU`, pooling, `nn.Dropout`, a loss without
     weights), and classes that override `parameters`/`state_dict`/`_apply`/`to`.
@@ -243,6 +245,9 @@ class UnregisteredSubmodules(Rule):
     ) -> bool:
         self._attribute = attribute
         attribute.annotated = annotated
+        loads = [node for node in uses if not isinstance(node.ctx, ast.Store)]
+        if loads and all(_chosen_into_attribute(node) for node in loads):
+            return False  # a factory table: the member chosen is registered as `self.x`
         for node in uses:
             use = next(ancestors(node), None)
             if self._wrapped_or_registered(node, use, info):
@@ -549,6 +554,21 @@ class UnregisteredSubmodules(Rule):
             """,
             note="the class collects its members' parameters itself",
         ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class Encoder(nn.Module):
+                def __init__(self, cell, hidden):
+                    super().__init__()
+                    self.cells = {"lstm": nn.LSTM(hidden, hidden), "gru": nn.GRU(hidden, hidden)}
+                    self.rnn = self.cells[cell]
+
+                def forward(self, x):
+                    return self.rnn(x)[0]
+            """,
+            note="issue 34: a factory table, the chosen module assigned to an attribute",
+        ),
     )
     invalid = (
         Invalid(
@@ -673,6 +693,36 @@ class UnregisteredSubmodules(Rule):
             """,
             note="a local module class, a fresh local name",
         ),
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class Encoder(nn.Module):
+                def __init__(self, hidden):
+                    super().__init__()
+                    self.cells = {"lstm": nn.LSTM(hidden, hidden), "gru": nn.GRU(hidden, hidden)}
+                    self.rnn = self.cells["lstm"]
+
+                def forward(self, x, cell):
+                    return self.cells[cell](x)[0]
+            """,
+            line=7,
+            note="near miss of the factory table: forward picks from the table on every call",
+        ),
+    )
+
+
+def _chosen_into_attribute(node: ast.Attribute) -> bool:
+    """``self.act = self.acts[kind]``: one member of a table picked and
+    assigned to an attribute, which registers it (the rest is never used)."""
+    use = parent(node)
+    if not (isinstance(use, ast.Subscript) and use.value is node and isinstance(use.ctx, ast.Load)):
+        return False
+    assign = parent(use)
+    return (
+        isinstance(assign, ast.Assign)
+        and assign.value is use
+        and all(isinstance(t, ast.Attribute) and _is_self_attribute(t) for t in assign.targets)
     )
 
 

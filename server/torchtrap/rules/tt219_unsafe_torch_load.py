@@ -33,7 +33,8 @@ class UnsafeTorchLoad(Rule):
     a bare call under a test of `weights_only` (a fallback for a torch
     without the parameter, taken when the caller asked for a full unpickle),
     `torch.jit.load` and safetensors (neither unpickles), a file the same
-    function has just written with `torch.save` (a round trip), and test
+    function (or a script's top-level code) has just written with
+    `torch.save`, the same path expression (a round trip), and test
     files (`test_*.py`, `conftest.py`, a `tests/` folder), which load what
     the suite itself saved.
 
@@ -121,7 +122,7 @@ class UnsafeTorchLoad(Rule):
                     "pickled code (CWE-502); require `torch>=2.6`"
                 )
                 node = call.func
-            if _round_trip(call, imports):
+            if _round_trip(call, imports, self.ctx.tree):
                 continue
             yield self.finding(node, message, fixes=self._fixes(call))
 
@@ -222,6 +223,36 @@ class UnsafeTorchLoad(Rule):
             """,
             note="a file the same function just wrote",
         ),
+        Valid(
+            """
+            import os
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+            out_dir = "runs"
+            torch.save(model.state_dict(), os.path.join(out_dir, "model.pt"))
+            print("saved")
+            state = torch.load(os.path.join(out_dir, "model.pt"), weights_only=False)
+            model.load_state_dict(state)
+            """,
+            config={"torch-version": "2.4"},
+            note="issue 34: a script reloads the file it saved a few lines earlier",
+        ),
+        Valid(
+            """
+            import torch
+
+            for epoch in range(3):
+                model = torch.nn.Linear(2, 2)
+                with open(args.save, "wb") as f:
+                    torch.save(model, f)
+            with open(args.save, "rb") as f:
+                model = torch.load(f)
+            """,
+            config={"torch-version": "2.4"},
+            note="pytorch/examples word_language_model: one file through `with open(...) as f`",
+        ),
     )
     invalid = (
         Invalid(
@@ -290,6 +321,37 @@ class UnsafeTorchLoad(Rule):
             config={"torch-version": "1.8"},
             note="before torch 1.13 there is no `weights_only` to pass: flagged, no fix",
         ),
+        Invalid(
+            """
+            import os
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(4, 2)
+            out_dir = "runs"
+            torch.save(model.state_dict(), os.path.join(out_dir, "model.pt"))
+
+            def restore(path):
+                return torch.load(os.path.join(path, "model.pt"))
+            """,
+            config={"torch-version": "2.4"},
+            line=11,
+            note="near miss of the round trip: another path expression, in a function",
+        ),
+        Invalid(
+            """
+            import torch
+
+            model = torch.nn.Linear(2, 2)
+            with open("out.pt", "wb") as f:
+                torch.save(model, f)
+            with open("downloaded.pt", "rb") as f:
+                other = torch.load(f)
+            """,
+            config={"torch-version": "2.4"},
+            line=8,
+            note="near miss of the round trip: `f` names another file the second time",
+        ),
     )
 
 
@@ -323,20 +385,59 @@ def _pickle_module(call: ast.Call) -> bool:
     return len(call.args) >= 3 or any(kw.arg == "pickle_module" for kw in call.keywords)
 
 
-def _round_trip(call: ast.Call, imports: ImportTable) -> bool:
-    """``torch.save(x, path)`` earlier in the same function, with the same path expression."""
-    function = enclosing_function(call)
-    if function is None or not call.args:
+def _round_trip(call: ast.Call, imports: ImportTable, tree: ast.Module) -> bool:
+    """``torch.save(x, path)`` earlier in the same function (or, for a
+    script's top-level code, earlier at top level), with the same path
+    expression: the file is the one this code just wrote."""
+    loaded = _path_argument(call, "f", 0)
+    if loaded is None:
         return False
-    path = dotted_name(call.args[0]) or ast.dump(call.args[0])
-    for node in walk(function):
+    function = enclosing_function(call)
+    scope = list(walk(function) if function is not None else _top_level(tree))
+    path = _path_key(loaded, scope)
+    for node in scope:
         if (
             isinstance(node, ast.Call)
             and node is not call
-            and len(node.args) >= 2
             and imports.qualname(node.func) in SAVES
-            and (dotted_name(node.args[1]) or ast.dump(node.args[1])) == path
             and node.lineno <= call.lineno
         ):
-            return True
+            saved = _path_argument(node, "f", 1)
+            if saved is not None and _path_key(saved, scope) == path:
+                return True
     return False
+
+
+def _path_key(expr: ast.expr, scope: list[ast.AST]) -> str:
+    """How a path is spelled; for ``f`` of ``with open(P, ...) as f:``
+    (the nearest such ``with`` before it), how ``P`` is spelled."""
+    if isinstance(expr, ast.Name):
+        opened = [
+            item.context_expr.args[0]
+            for node in scope
+            if isinstance(node, ast.With) and node.lineno <= expr.lineno
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name)
+            and item.optional_vars.id == expr.id
+            and isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Name)
+            and item.context_expr.func.id == "open"
+            and item.context_expr.args
+        ]
+        if opened:
+            expr = opened[-1]
+    return dotted_name(expr) or ast.dump(expr)
+
+
+def _path_argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((kw.value for kw in call.keywords if kw.arg == keyword), None)
+
+
+def _top_level(tree: ast.Module) -> Iterable[ast.AST]:
+    """The nodes of a module's own code, not of its functions and classes."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield from (n for n in walk(stmt) if enclosing_function(n) is None)

@@ -328,9 +328,16 @@ class LoopFacts:
             return _backpropagated(ast.unparse(expr), events)
         if not isinstance(expr, ast.Name):
             return False
+        reach = self.tensors.reaching(expr.id, at)
+        if (
+            reach is not None
+            and reach.complete
+            and reach.bindings
+            and all(b.value is not None and _cut_from_graph(b.value) for b in reach.bindings)
+        ):
+            return False  # rebound to `loss.detach().cpu().numpy()` before the use
         if _backpropagated(expr.id, events) and not _replaced_after_backward(expr.id, at, events):
             return True
-        reach = self.tensors.reaching(expr.id, at)
         if reach is None or not reach.complete or len(reach.bindings) != 1:
             return False
         binding = reach.bindings[0]
@@ -891,6 +898,29 @@ def _replaced_after_backward(name: str, at: ast.AST, events: list[Event]) -> boo
 
 def _detached(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr in _DETACHING
+
+
+def _cut_from_graph(value: ast.expr) -> bool:
+    """``loss.detach().cpu()``, ``loss.item()``, ``float(loss)``, ``x.data``:
+    a method chain with a step that leaves the autograd graph."""
+    node = value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("float", "int")
+    ):
+        return True
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _DETACHING:
+                return True
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "data":
+                return True
+            node = node.value
+        else:
+            return False
 
 
 def _statements(function: Function) -> Iterator[ast.AST]:

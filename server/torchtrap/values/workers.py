@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.dataloaders import DataLoaderCall, Workers
 from torchtrap.facts.datasets import self_stores
+from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import walk
-from torchtrap.facts.modules import holds_no_state
+from torchtrap.facts.modules import holds_no_state, holds_only_buffers
 from torchtrap.facts.workers import (
     CONTAINER_METHODS,
     LOADERS,
@@ -52,11 +53,32 @@ def model_holding(info: ClassInfo, values: Values) -> str | None:
                 if value is None:
                     continue
                 held = values.of(value)
-                if held.holds(Kind.MODULE) and not holds_no_state(value, facts.imports.qualname):
+                if held.holds(Kind.MODULE) and not holds_no_weights(value, values):
                     return f"holds `self.{attr}`, an nn.Module"
                 if held.holds(Kind.TENSOR) and is_cuda_expression(value):
                     return f"holds the CUDA tensor `self.{attr}`"
     return None
+
+
+def holds_no_weights(value: ast.expr, values: Values) -> bool:
+    """A module value that copies no weights when pickled: stateless layers
+    and transforms (``holds_no_state``), or ``LogMel()`` of a class of this
+    file or of the project that holds only constant buffers
+    (``holds_only_buffers``, ``ClassFact.buffers_only``)."""
+    if isinstance(value, ast.IfExp):
+        return holds_no_weights(value.body, values) and holds_no_weights(value.orelse, values)
+    if holds_no_state(value, values.facts.imports.qualname):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    info = values.facts.classes.class_of_call(value)
+    if info is not None:
+        return holds_only_buffers(info.node, values.facts.imports.qualname)
+    dotted = dotted_name(value.func)
+    project = values.project if dotted is not None else None
+    ref = project.ref(values.path, dotted) if project is not None and dotted else None
+    found = project.class_fact(ref) if project is not None and ref is not None else None
+    return found is not None and found[1].buffers_only
 
 
 def worker_loader(
