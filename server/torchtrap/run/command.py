@@ -27,8 +27,8 @@ USAGE = "torchtrap run [options] (script.py | -m module) [args...]"
 DESCRIPTION = (
     "Run your own training script in the interpreter that holds your torch, unchanged except"
     " for observation hooks, and report the bugs seen while it runs (each on the line of your"
-    " code where it was seen). The script's output, exit status and Ctrl+C pass through; the"
-    " report goes to --output FILE, else to stderr."
+    " code where it was seen). The script's output, exit status and signals (Ctrl+C, SIGTERM,"
+    " SIGHUP, SIGUSR1/2) pass through; the report goes to --output FILE, else to stderr."
 )
 
 
@@ -80,8 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _terminated(signum: int, frame: object) -> None:
+    # Before the script starts or after it ended (the launcher forwards it in between):
+    # end as the signal asks, with its status, and let the temporary folder go.
+    raise SystemExit(128 + signum)
 
 
 def _relative(path: str) -> str:
@@ -156,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     previous = None
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         report = run_checked(
             target,
