@@ -387,3 +387,39 @@ def test_signal_reaches_the_script_as_sent(
     while _ours(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _ours(marker) == []
+
+
+@pytest.mark.parametrize(
+    ("script", "flag", "code"),
+    [
+        ("tt215_fires.py", True, 1),  # found something: CI fails without reading the report
+        ("tt215_fixed.py", True, 0),  # its fixed twin passes
+        ("tt215_fires.py", False, 0),  # without the option the script's own status
+    ],
+    ids=["findings", "fixed-twin", "default"],
+)
+def test_exit_non_zero_on_findings(script: str, flag: bool, code: int) -> None:
+    options = ("--exit-non-zero-on-findings",) if flag else ()
+    proc, doc = run_cli(script, options=options)
+    assert proc.returncode == code, proc.stderr
+    assert doc is not None and doc["exit_code"] == 0
+    assert bool(doc["findings"]) is script.endswith("fires.py")
+
+
+def test_exit_non_zero_on_findings_keeps_a_failing_scripts_status(tmp_path: Path) -> None:
+    source = (SCRIPTS / "tt215_fires.py").read_text(encoding="utf-8")
+    write(tmp_path, "fails.py", source + "raise SystemExit(3)\n")
+    proc, doc = run_cli("fails.py", cwd=tmp_path, options=("--exit-non-zero-on-findings",))
+    assert proc.returncode == 3, proc.stderr
+    assert doc is not None and [f["code"] for f in doc["findings"]] == ["TT215"]
+
+
+def test_exit_non_zero_on_findings_is_in_help() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchtrap", "run", "--help"],
+        env=torchtrap_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "--exit-non-zero-on-findings" in proc.stdout
