@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import Any
 
 SCRIPTS = Path(__file__).parent / "scripts"
+SERVER = Path(__file__).resolve().parents[2] / "server"
 
 
 def torchtrap_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONSAFEPATH"] = "1"  # as the editor starts the server
-    env.pop("PYTHONPATH", None)
+    # The checkout under test, not whichever one the environment installed (a git
+    # worktree shares the main checkout's editable install); the launcher keeps it
+    # off the script's own path.
+    env["PYTHONPATH"] = str(SERVER)
     env.update(extra)
     return env
 

@@ -290,3 +290,138 @@ def test_sarif_and_text_reports(tmp_path: Path) -> None:
     report = text.read_text()
     assert f"tt217_fires.py:{region['startLine']}:5: TT217 clip_grad_norm_:" in report
     assert report.rstrip().endswith("s)") and "1 finding" in report
+
+
+# A preemption handler (SLURM, Kubernetes send SIGTERM) that saves a checkpoint and
+# exits 143, in a loop that reads a DataLoader with a worker; "ready" is written once
+# the handler is installed and a batch came, so the signal never races the start-up.
+_PREEMPTIBLE = """
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Endless(Dataset):
+    def __len__(self):
+        return 10**9
+
+    def __getitem__(self, i):
+        return torch.zeros(2)
+
+
+model = torch.nn.Linear(2, 1)
+
+
+def on_sigterm(signum, frame):
+    torch.save(model.state_dict(), "checkpoint.pt")
+    print("checkpoint saved", flush=True)
+    sys.exit(143)
+
+
+if __name__ == "__main__":
+    if "--handler" in sys.argv:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    for n, batch in enumerate(DataLoader(Endless(), batch_size=2, num_workers=1)):
+        model(batch).sum().backward()
+        if n == 0:
+            Path("ready").write_text("ready")
+        time.sleep(0.01)
+"""
+
+
+def _run_until_ready(tmp_path: Path, marker: str, *args: str) -> subprocess.Popen[str]:
+    write(tmp_path, marker, _PREEMPTIBLE)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "torchtrap", "run", "-o", "report.json", "--format", "json"]
+        + [marker, *args],
+        cwd=tmp_path,
+        env=torchtrap_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "ready").exists():
+        if cli.poll() is not None or time.monotonic() > deadline:
+            out, err = cli.communicate(timeout=30) if cli.poll() is None else cli.communicate()
+            pytest.fail(f"the script did not get ready: {cli.returncode}\n{out}\n{err}")
+        time.sleep(0.05)
+    return cli
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "signum", "code", "saved"),
+    [
+        (("--handler",), signal.SIGTERM, 143, True),  # the handler runs, its status passes
+        ((), signal.SIGTERM, 143, False),  # no handler: killed by SIGTERM, as without run
+        (("--handler",), signal.SIGINT, 130, False),  # twin: Ctrl+C stays KeyboardInterrupt
+        (("--handler",), signal.SIGHUP, 129, False),  # a closed terminal: SIGHUP, not SIGINT
+    ],
+    ids=["sigterm-handler", "sigterm-default", "sigint-twin", "sighup"],
+)
+def test_signal_reaches_the_script_as_sent(
+    tmp_path: Path, args: tuple[str, ...], signum: int, code: int, saved: bool
+) -> None:
+    marker = f"preemptible_{os.getpid()}_{signum}_{len(args)}.py"
+    cli = _run_until_ready(tmp_path, marker, *args)
+    try:
+        cli.send_signal(signum)
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == code, err
+    assert (tmp_path / "checkpoint.pt").exists() is saved, err
+    assert ("checkpoint saved" in out) is saved
+    assert ("KeyboardInterrupt" in err) is (signum == signal.SIGINT), err
+    if signum == signal.SIGTERM:
+        assert "DataLoader worker" not in err  # it went to the script, not its worker
+    import json
+
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["interrupted"] is True and doc["exit_code"] in (code, -signum)
+    deadline = time.monotonic() + 5
+    while _ours(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ours(marker) == []
+
+
+@pytest.mark.parametrize(
+    ("script", "flag", "code"),
+    [
+        ("tt215_fires.py", True, 1),  # found something: CI fails without reading the report
+        ("tt215_fixed.py", True, 0),  # its fixed twin passes
+        ("tt215_fires.py", False, 0),  # without the option the script's own status
+    ],
+    ids=["findings", "fixed-twin", "default"],
+)
+def test_exit_non_zero_on_findings(script: str, flag: bool, code: int) -> None:
+    options = ("--exit-non-zero-on-findings",) if flag else ()
+    proc, doc = run_cli(script, options=options)
+    assert proc.returncode == code, proc.stderr
+    assert doc is not None and doc["exit_code"] == 0
+    assert bool(doc["findings"]) is script.endswith("fires.py")
+
+
+def test_exit_non_zero_on_findings_keeps_a_failing_scripts_status(tmp_path: Path) -> None:
+    source = (SCRIPTS / "tt215_fires.py").read_text(encoding="utf-8")
+    write(tmp_path, "fails.py", source + "raise SystemExit(3)\n")
+    proc, doc = run_cli("fails.py", cwd=tmp_path, options=("--exit-non-zero-on-findings",))
+    assert proc.returncode == 3, proc.stderr
+    assert doc is not None and [f["code"] for f in doc["findings"]] == ["TT215"]
+
+
+def test_exit_non_zero_on_findings_is_in_help() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchtrap", "run", "--help"],
+        env=torchtrap_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "--exit-non-zero-on-findings" in proc.stdout

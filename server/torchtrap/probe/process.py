@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,12 +222,48 @@ _INTERRUPT_GRACE_S = 10.0  # after Ctrl+C, how long the script may take to unwin
 class AttachedRun:
     returncode: int | None
     seconds: float
-    interrupted: bool = False  # Ctrl+C / SIGTERM reached us and was passed on
+    interrupted: bool = False  # Ctrl+C / SIGTERM / SIGHUP reached us and was passed on
     cancelled: bool = False  # `cancel` was set (the editor's cancel button)
     killed: bool = False  # it did not stop within the grace period
 
 
 Sink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", text)
+
+# Signals passed on to the script as they came, so that its own handlers see them (a
+# preemption handler's checkpoint on SIGTERM, a SLURM `--signal=USR1` warning). Ctrl+C
+# comes as KeyboardInterrupt. Those a terminal sends to the whole foreground group go to
+# the script's group (its DataLoader workers too); the others, as `kill PID` would, to the
+# script alone: a worker killed by SIGTERM makes DataLoader raise inside the handler.
+_GROUP_SIGNALS = ("SIGHUP",)
+_SCRIPT_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGUSR2")
+# Those that ask the script to end: the grace period (and a second one's kill) applies.
+_STOP_SIGNALS = ("SIGHUP", "SIGTERM")
+
+
+def _signal_numbers(names: Sequence[str]) -> set[int]:
+    return {int(getattr(signal, n)) for n in names if hasattr(signal, n)}
+
+
+@contextlib.contextmanager
+def _forwarding(pending: list[int]) -> Iterator[None]:
+    """While inside, the signals to forward are queued in `pending` instead of
+    acting on this process (main thread on POSIX only: elsewhere Python cannot
+    install handlers, and the caller's own handling stays)."""
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def queue(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    try:
+        for signum in sorted(_signal_numbers(_GROUP_SIGNALS + _SCRIPT_SIGNALS)):
+            previous[signum] = signal.signal(signum, queue)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _signal_group(proc: subprocess.Popen[str], signum: int) -> None:
@@ -255,11 +291,12 @@ def run_attached(
     grace_s: float = _INTERRUPT_GRACE_S,
 ) -> AttachedRun:
     """Run `command` in its own process group with the caller's stdin, stdout
-    and stderr (or, with `sink`, its output handed over line by line). Ctrl+C
-    and SIGTERM are passed on to the whole group (the script and its
-    DataLoader workers), as a terminal would; what has not exited `grace_s`
-    seconds later, or after a second Ctrl+C, is killed; processes the script
-    leaves behind are killed when it exits."""
+    and stderr (or, with `sink`, its output handed over line by line). Signals
+    are passed on as they came: Ctrl+C and SIGHUP to the whole group (the
+    script and its DataLoader workers), as a terminal would; SIGTERM, SIGUSR1
+    and SIGUSR2 to the script, as `kill` would. After Ctrl+C, SIGTERM or SIGHUP,
+    what has not exited `grace_s` seconds later, or after a second one, is
+    killed; processes the script leaves behind are killed when it exits."""
     kwargs: dict[str, Any] = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
@@ -274,54 +311,77 @@ def run_attached(
             encoding="utf-8",
             errors="replace",
         )
-    started = time.monotonic()
-    proc: subprocess.Popen[str] = subprocess.Popen(list(command), cwd=cwd, env=dict(env), **kwargs)
-    pumps = []
-    if sink is not None:
-        for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
-            thread = threading.Thread(target=_pump, args=(stream, name, sink), daemon=True)
-            thread.start()
-            pumps.append(thread)
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-    result = AttachedRun(returncode=None, seconds=0.0)
-    stop_since: float | None = None
+    pending: list[int] = []
+    with _forwarding(pending):
+        started = time.monotonic()
+        proc: subprocess.Popen[str] = subprocess.Popen(
+            list(command), cwd=cwd, env=dict(env), **kwargs
+        )
+        pumps = []
+        if sink is not None:
+            for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+                thread = threading.Thread(target=_pump, args=(stream, name, sink), daemon=True)
+                thread.start()
+                pumps.append(thread)
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
+        result = AttachedRun(returncode=None, seconds=0.0)
+        stop_since: float | None = None
+        group_signals = _signal_numbers(_GROUP_SIGNALS)
+        stop_signals = _signal_numbers(_STOP_SIGNALS)
 
-    def stop(signum: int) -> None:
-        nonlocal stop_since
-        if stop_since is None:
-            stop_since = time.monotonic()
-            _signal_group(proc, signum)
-        else:  # asked twice: no more waiting
-            result.killed = True
-            _kill_group(proc)
+        def send(signum: int, group: bool) -> None:
+            if group:
+                _signal_group(proc, signum)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signum)
 
-    try:
-        while True:
-            try:
-                proc.wait(timeout=_POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            except KeyboardInterrupt:
-                result.interrupted = True
-                stop(signal.SIGINT)
-                continue
-            if cancel is not None and cancel.is_set() and not result.cancelled:
-                result.cancelled = True
-                stop(signal.SIGINT)
-            if stop_since is not None and time.monotonic() - stop_since > grace_s:
+        def stop(signum: int, group: bool = True) -> None:
+            nonlocal stop_since
+            if stop_since is None:
+                stop_since = time.monotonic()
+                send(signum, group)
+            else:  # asked twice: no more waiting
                 result.killed = True
                 _kill_group(proc)
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        if os.name == "posix":
-            _kill_group(proc)  # workers and children it left behind
+
+        def forward() -> None:
+            while pending:
+                signum = pending.pop(0)
+                if signum in stop_signals:
+                    result.interrupted = True
+                    stop(signum, signum in group_signals)
+                else:
+                    send(signum, signum in group_signals)
+
+        try:
+            while True:
+                forward()
+                try:
+                    proc.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                except KeyboardInterrupt:
+                    result.interrupted = True
+                    stop(signal.SIGINT)
+                    continue
+                if cancel is not None and cancel.is_set() and not result.cancelled:
+                    result.cancelled = True
+                    stop(signal.SIGINT)
+                if stop_since is not None and time.monotonic() - stop_since > grace_s:
+                    result.killed = True
+                    _kill_group(proc)
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+            if os.name == "posix":
+                _kill_group(proc)  # workers and children it left behind
     for thread in pumps:
         thread.join(timeout=_EXIT_GRACE_S)
     result.returncode = proc.returncode

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from torchtrap.probe.errors import ProbeError
 
-EXIT_ERROR = 2
+EXIT_FINDINGS, EXIT_ERROR = 1, 2  # as `check`'s
 FORMATS = ("text", "json", "sarif")
 # Our options that take a value; the first other word is the script.
 _VALUED = {"--python", "--stop-after-steps", "--format", "--output", "-o", "--color"}
@@ -27,8 +27,8 @@ USAGE = "torchtrap run [options] (script.py | -m module) [args...]"
 DESCRIPTION = (
     "Run your own training script in the interpreter that holds your torch, unchanged except"
     " for observation hooks, and report the bugs seen while it runs (each on the line of your"
-    " code where it was seen). The script's output, exit status and Ctrl+C pass through; the"
-    " report goes to --output FILE, else to stderr."
+    " code where it was seen). The script's output, exit status and signals (Ctrl+C, SIGTERM,"
+    " SIGHUP, SIGUSR1/2) pass through; the report goes to --output FILE, else to stderr."
 )
 
 
@@ -47,6 +47,14 @@ def options_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument(
+        "--exit-non-zero-on-findings",
+        action="store_true",
+        help=(
+            f"for CI: exit {EXIT_FINDINGS} when the script succeeded but something was found"
+            " (hints aside, as `check`); a failing script keeps its own status"
+        ),
+    )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     return parser
 
@@ -80,8 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _terminated(signum: int, frame: object) -> None:
+    # Before the script starts or after it ended (the launcher forwards it in between):
+    # end as the signal asks, with its status, and let the temporary folder go.
+    raise SystemExit(128 + signum)
 
 
 def _relative(path: str) -> str:
@@ -156,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     previous = None
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         report = run_checked(
             target,
@@ -189,4 +199,14 @@ def run(args: argparse.Namespace) -> int:
     code = report.exit_code
     if code is None:
         return EXIT_ERROR
+    if code == 0 and options.exit_non_zero_on_findings and _failing(report):
+        return EXIT_FINDINGS
     return 128 - code if code < 0 else code
+
+
+def _failing(report: object) -> bool:
+    from torchtrap.output import failing
+    from torchtrap.run import RunReport
+
+    assert isinstance(report, RunReport)
+    return bool(failing([item.finding for item in report.findings]))
