@@ -97,7 +97,7 @@ def module_model(project: Project | None, path: str, text: str, tree: ast.Module
     whole-program pass."""
     this = os.path.abspath(path)
     for owner, analysis in _MEMO.values():
-        if owner is not project:
+        if owner is not project or owner is None:
             continue
         module = next(
             (m for m in analysis.solver.program.modules.values() if m.obj.path == this), None
@@ -138,16 +138,19 @@ def _model(
     # One model per project index: `check` lints every file against the same
     # one, an editor makes a new one when a file changes. The index is kept
     # with the model so that its id is not reused while the entry lives.
-    alone = project is None
+    # A file alone (no index, or an index of this one file, made anew on
+    # every lint) is known by its text; a project by its index.
+    alone = project is None or len(entries) == 1
+    owner = None if alone else project
     key = (
-        id(project),
+        id(owner),
         this if alone else frozenset(entries),
         hash(text) if edited or alone else None,
     )
     found = _MEMO.get(key)
-    if found is None or found[0] is not project:
+    if found is None or found[0] is not owner:
         _BUILDS[0] += 1
-        found = (project, analyse(_load(entries, this, tree)))
+        found = (owner, analyse(_load(entries, this, tree)))
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
