@@ -42,8 +42,9 @@ MAX_IMPORTED = 40  # modules a one-expression question may cost
 # a check must stay within a few seconds of its cold time.
 MAX_SOURCE_BYTES = 600_000
 MAX_IMPORTED_BYTES = 150_000
-MAX_BUILDS = 40  # one-expression models per process (each file its own)
-_BUILDS = [0]
+MAX_BUILDS = 40  # one-expression models per project index (each file its own)
+# (the project index the count is for, models built for it)
+_BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
 
 
@@ -104,7 +105,9 @@ def module_model(project: Project | None, path: str, text: str, tree: ast.Module
         )
         if module is not None and _same_as_disk(this, text):
             return Model(analysis, module.obj.name)
-    if _BUILDS[0] >= MAX_BUILDS:
+    if _BUILDS[0][0] is not project:
+        _BUILDS[0] = (project, 0)  # a new check, or the editor's index changed
+    if _BUILDS[0][1] >= MAX_BUILDS:
         return None  # a large project with many such questions: not worth a pass each
     if project is None:
         return _model(project, this, text, tree, [], MAX_IMPORTED, MAX_IMPORTED_BYTES)
@@ -149,7 +152,7 @@ def _model(
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not owner:
-        _BUILDS[0] += 1
+        _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
         found = (owner, analyse(_load(entries, this, tree)))
         _MEMO[key] = found
         analysis = found[1]
