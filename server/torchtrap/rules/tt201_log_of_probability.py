@@ -24,7 +24,7 @@ from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
 from torchtrap.values.assumptions import Assumption, probability_assumption
-from torchtrap.values.program import module_model
+from torchtrap.values.program import Model, module_model
 from torchtrap.values.program_values import ProgramProbability, program_probability
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
@@ -172,7 +172,7 @@ class LogOfProbability(Rule):
             if maybe is None:
                 program = self._program_probability(arg)
                 if program is not None:
-                    yield self._program_finding(call, arg, base, method_form, program)
+                    yield self._program_finding(call, arg, base, method_form, *program)
                 continue
             if maybe.guarded or maybe.scaled:
                 continue
@@ -181,7 +181,7 @@ class LogOfProbability(Rule):
                 yield self._may_finding(call, arg, base, method_form, maybe, assumption)
 
     # -- detection ------------------------------------------------------------
-    def _program_probability(self, arg: ast.expr) -> ProgramProbability | None:
+    def _program_probability(self, arg: ast.expr) -> tuple[ProgramProbability, Model] | None:
         """What the whole-program model says ``arg`` holds, when the
         module's own values cannot say: a module whose ``forward`` (in
         another file, through a factory) ends in a softmax, ``self.pi(s)``."""
@@ -197,15 +197,20 @@ class LogOfProbability(Rule):
             return None
         if found.made.module == model.module and _inside(found.made.line, scope):
             return None  # computed in this function: the module's values judge it
-        return found
+        return found, model
 
     def _program_finding(
-        self, call: ast.Call, arg: ast.expr, base: str, method_form: bool, prob: ProgramProbability
+        self,
+        call: ast.Call,
+        arg: ast.expr,
+        base: str,
+        method_form: bool,
+        prob: ProgramProbability,
+        model: Model,
     ) -> Finding:
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         ctx = self.ctx
-        model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
-        where = model.where(prob.made.module, prob.made.line, prob.made.col) if model else None
+        where = model.where(prob.made.module, prob.made.line, prob.made.col)
         related = []
         shown = ""
         if where is not None:

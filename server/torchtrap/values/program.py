@@ -45,6 +45,7 @@ MAX_IMPORTED_BYTES = 150_000
 MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 # (the project index the count is for, models built for it)
 _BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
+_DISK: list[tuple[object, bool]] = [((), False)]  # the last file compared with its text
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
 
 
@@ -53,29 +54,43 @@ class Model:
     analysis: Analysis
     module: str  # the linted file's module name in the model
 
+    def expressions(self, module: str) -> dict[tuple[int, int], list[ast.expr]]:
+        """The module's expressions by start position, made once per model
+        (findings and their related rows look them up by position: the
+        model may have parsed a file the linter parsed too)."""
+        key = ("positions", module)
+        index = self.analysis.memo.get(key)
+        if index is None:
+            index = self.analysis.memo[key] = {}
+            found = self.analysis.solver.program.modules.get(module)
+            for node in ast.walk(found.tree) if found is not None else ():
+                if isinstance(node, ast.expr):
+                    index.setdefault((node.lineno, node.col_offset), []).append(node)
+        return index
+
+    def twin(self, node: ast.expr) -> ast.expr | None:
+        """The model's node for ``node`` of the linted file: same place, type and end."""
+        for other in self.expressions(self.module).get((node.lineno, node.col_offset), ()):
+            same_end = (other.end_lineno, other.end_col_offset) == (
+                node.end_lineno,
+                node.end_col_offset,
+            )
+            if type(other) is type(node) and same_end:
+                return other
+        return None
+
     def where(self, module: str, line: int, col: int) -> tuple[str, Range] | None:
-        """The path and range of the expression that starts at a site."""
+        """The path and range of the widest expression that starts at a site."""
         found = self.analysis.solver.program.modules.get(module)
         if found is None:
             return None
-        best: ast.expr | None = None
-        for node in ast.walk(found.tree):
-            if (
-                isinstance(node, ast.expr)
-                and node.lineno == line
-                and node.col_offset == col
-                and (best is None or _size(node) > _size(best))
-            ):
-                best = node
-        if best is None:
+        starting = self.expressions(module).get((line, col))
+        if not starting:
             return found.obj.path, Range.of(line, col, line, col)
+        best = max(starting, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
         end_line = best.end_lineno or line
         end_col = best.end_col_offset if best.end_col_offset is not None else col
         return found.obj.path, Range.of(line, col, end_line, end_col)
-
-
-def _size(node: ast.expr) -> tuple[int, int]:
-    return (node.end_lineno or 0, node.end_col_offset or 0)
 
 
 def program_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
@@ -214,11 +229,21 @@ def _stem(path: str) -> str:
 
 
 def _same_as_disk(path: str, text: str) -> bool:
+    """Whether the file on disk holds ``text``; read again only when the
+    file or the text changed (every rule that asks a model asks this)."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read() == text
-    except (OSError, UnicodeDecodeError, ValueError):
+        stat = os.stat(path)
+    except OSError:
         return False
+    key = (path, stat.st_mtime_ns, stat.st_size, hash(text))
+    if _DISK[0][0] != key:
+        try:
+            with open(path, encoding="utf-8", newline="") as handle:
+                same = handle.read() == text
+        except (OSError, UnicodeDecodeError, ValueError):
+            same = False
+        _DISK[0] = (key, same)
+    return _DISK[0][1]
 
 
 def _load(entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module) -> Program:

@@ -31,33 +31,9 @@ class ProgramProbability:
     made: Site  # where the probability is computed
 
 
-def same_expression(model: Model, node: ast.expr) -> ast.expr | None:
-    """The model's node for ``node`` of the linted file (the model may have
-    parsed the file itself: matched by position and type)."""
-    index = model.analysis.memo.get(("positions", model.module))
-    if index is None:
-        module = model.analysis.solver.program.modules.get(model.module)
-        index = {}
-        if module is not None:
-            for found in ast.walk(module.tree):
-                if isinstance(found, ast.expr):
-                    key = (
-                        type(found),
-                        found.lineno,
-                        found.col_offset,
-                        found.end_lineno,
-                        found.end_col_offset,
-                    )
-                    index.setdefault(key, found)
-        model.analysis.memo[("positions", model.module)] = index
-    return index.get(
-        (type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
-    )
-
-
 def program_probability(model: Model, node: ast.expr) -> ProgramProbability | None:
     """A softmax or sigmoid output on every path, as the model sees it."""
-    twin = same_expression(model, node)
+    twin = model.twin(node)
     if twin is None:
         return None
     values = model.analysis.values(twin)
@@ -102,7 +78,7 @@ def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
     """Every object the model says ``node`` holds is a ``kind``: "module"
     (an ``nn.Module``: a project subclass or a layer), "optimizer" or
     "scheduler"; False when it holds nothing known."""
-    twin = same_expression(model, node)
+    twin = model.twin(node)
     values = model.analysis.values(twin) if twin is not None else None
     if not values:
         return False
