@@ -144,9 +144,7 @@ def test_tt104_feature_extractor_in_another_file(
     (tmp_path / "audio" / "features.py").write_text(FEATURES)
     (tmp_path / "audio" / "data.py").write_text(DATA)
     (tmp_path / "train.py").write_text(TRAIN)
-    code = cli.main(
-        ["check", "--no-cache", "--format", "json", "--select", "TT104", str(tmp_path)]
-    )
+    code = cli.main(["check", "--no-cache", "--format", "json", "--select", "TT104", str(tmp_path)])
     found = json.loads(capsys.readouterr().out)["findings"]
     # Only the learned projection; the mel extractors (buffers only) are silent.
     messages = [f["message"] for f in found]

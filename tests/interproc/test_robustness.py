@@ -274,3 +274,56 @@ def test_symlink_loops_terminate(tmp_path: Path) -> None:
     assert set(program.modules) == {"main", "sub", "sub.mod"}
     assert [Path(p).name for p, _ in program.skipped] in ([], ["dangling.py"])
     assert reveal(analysis) == [{"Inst:Thing@main:3"}]
+
+
+# -- expansions that feed themselves ------------------------------------------------
+
+
+def test_a_sequential_that_holds_itself_is_chained_once(tmp_path: Path) -> None:
+    """``block = nn.Sequential(block, layer)`` in a loop: the Sequential holds
+    itself, and calling it once expanded its modules again at every call.
+    Shape from detectron2 (densepose's deeplab head); before the fix a
+    10-line program ran without end and detectron2's check took 14 GB."""
+    analysis = analyse_project(
+        tmp_path,
+        {
+            "net.py": """
+                import torch.nn as nn
+
+
+                class Head(nn.Module):
+                    def forward(self, x):
+                        return x
+
+
+                def build(n):
+                    block = Head()
+                    for i in range(n):
+                        block = nn.Sequential(block, nn.ReLU())
+                    return block
+
+
+                net = build(3)
+                reveal(net(1))
+            """
+        },
+    )
+    assert analysis.solver.complete
+    assert len(analysis.solver.pts) < 1_000  # measured: 66 nodes
+    (out,) = reveal(analysis)
+    assert out is not None and "const:1" in out  # Head.forward's return flows out
+
+
+def test_a_runaway_program_stops_at_its_node_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The solver's second bound: nodes, not only steps (an expansion that
+    makes nodes faster than it propagates objects is stopped, and its
+    partial answers are not evidence)."""
+    from torchtrap.core import analysis as core_analysis
+
+    files = {"gen.py": "".join(f"x{i} = [x{i - 1}, x{i - 1}] if {i} else []\n" for i in range(400))}
+    assert analyse_project(tmp_path, files).solver.complete
+    monkeypatch.setattr(core_analysis, "NODES_PER_STATEMENT", 0)
+    monkeypatch.setattr(core_analysis, "NODES_BASE", 100)
+    assert not analyse_project(tmp_path, files).solver.complete

@@ -14,9 +14,13 @@ from torchtrap.core.scopes import bound_names
 from torchtrap.core.solver import Solver
 from torchtrap.core.walker import Walker
 
-# Measured: 2.4M steps for BasicSR's 14k statements; ten times that is a
-# program the model cannot summarise (generated code), stopped, not hung.
-STEPS_PER_STATEMENT = 2_000
+# Measured on the modules the worker model covers (BasicSR 3.5k statements,
+# detectron2 4.6k, pytorch/examples 2.6k): 18-40 steps and 9-13 nodes per
+# statement. Ten times that is a program the model cannot summarise
+# (generated code, or an expansion without end), stopped, not hung.
+STEPS_PER_STATEMENT = 400
+NODES_PER_STATEMENT = 150
+NODES_BASE = 200_000
 
 
 @dataclass
@@ -50,7 +54,11 @@ def analyse(program: Program) -> Analysis:
 
 def _analyse(program: Program) -> Analysis:
     statements = sum(_count_statements(m.tree) for m in program.modules.values())
-    solver = Solver(program, budget=STEPS_PER_STATEMENT * statements + 1_000_000)
+    solver = Solver(
+        program,
+        budget=STEPS_PER_STATEMENT * statements + 1_000_000,
+        max_nodes=NODES_PER_STATEMENT * statements + NODES_BASE,
+    )
     for module in program.modules.values():
         solver.module_names[module.obj.name] = bound_names(module.tree.body)[0]
     solver.max_copies = 1_000 + 2 * statements // 10

@@ -96,7 +96,7 @@ class CallSite:
 
 
 class Solver:
-    def __init__(self, program: Program, budget: int = 0) -> None:
+    def __init__(self, program: Program, budget: int = 0, max_nodes: int = 0) -> None:
         self.program = program
         self.pts: list[set[Obj]] = []
         self.pending: list[set[Obj]] = []
@@ -136,6 +136,7 @@ class Solver:
         self.max_copies = 0
         self.expr_nodes: dict[int, int] = {}  # id(ast expression) -> its node
         self.budget = budget or 2_000_000
+        self.max_nodes = max_nodes or 2_000_000
         self.steps = 0
         self.complete = True
 
@@ -302,7 +303,7 @@ class Solver:
                 continue
             self.pending[node] = set()
             self.steps += len(delta) * (1 + len(self.succ[node]) + len(self.handlers[node]))
-            if self.steps > self.budget:
+            if self.steps > self.budget or len(self.pts) > self.max_nodes:
                 self.complete = False
                 self.queue.clear()
                 self.queued.clear()
@@ -832,13 +833,22 @@ class Solver:
         """Calling what a library call made: an ``nn.Sequential`` runs its
         modules in turn (each one's ``forward`` gets the previous output)."""
         if obj.type_name in SEQUENTIALS and cs.args:
-            previous = cs.args[0][0]
-            for node in obj.args:
-                out = self.node("sequential")
-                self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
-                previous = out
-            self.edge(previous, cs.dst)
+            self.edge(cs.args[0][0], self.key("seq", obj, 0))
+            self.edge(self._sequence(obj, cs), cs.dst)
         self.add(cs.dst, (self._ext_call(obj, cs),))
+
+    def _sequence(self, obj: ExtCallObj, cs: CallSite) -> int:
+        """The node of what a ``Sequential``'s last module returns. Its
+        modules are chained once per object, not per call: a Sequential that
+        holds itself (``block = nn.Sequential(block, layer)`` in a loop) would
+        otherwise be expanded again at every call, without end."""
+        last = len(obj.args)
+        if ("seq", obj, last) not in self.keyed:
+            for i, node in enumerate(obj.args):
+                previous = self.key("seq", obj, i)
+                out = self.key("seq", obj, i + 1)
+                self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
+        return self.key("seq", obj, last)
 
     def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:
         args = [n for n, _ in cs.args]

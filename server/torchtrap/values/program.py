@@ -176,6 +176,8 @@ def _model(
     else:
         _MEMO.move_to_end(key)
         analysis = found[1]
+    if not analysis.solver.complete:
+        return None  # stopped at its budget: what it holds is partial, no evidence
     return Model(analysis, entries[this][0])
 
 
