@@ -137,6 +137,7 @@ class Solver:
         self.expr_nodes: dict[int, int] = {}  # id(ast expression) -> its node
         self.budget = budget or 2_000_000
         self.max_nodes = max_nodes or 2_000_000
+        self.partial_calls: set[tuple[Obj, int]] = set()
         self.steps = 0
         self.complete = True
 
@@ -292,6 +293,9 @@ class Solver:
                 self.steps += len(objs)
                 for obj in objs:
                     handler(obj)
+                if self.steps > self.budget or len(self.pts) > self.max_nodes:
+                    self._stop()
+                    return
                 continue
             if not self.queue:
                 self._refresh()
@@ -304,10 +308,7 @@ class Solver:
             self.pending[node] = set()
             self.steps += len(delta) * (1 + len(self.succ[node]) + len(self.handlers[node]))
             if self.steps > self.budget or len(self.pts) > self.max_nodes:
-                self.complete = False
-                self.queue.clear()
-                self.queued.clear()
-                self.deferred.clear()
+                self._stop()
                 return
             for dst, transform in list(self.succ[node]):
                 if node in self.saturated:
@@ -316,6 +317,13 @@ class Solver:
             for handler in list(self.handlers[node]):
                 for obj in list(delta):
                     handler(obj)
+
+    def _stop(self) -> None:
+        """Past a budget: what the sets hold so far is partial."""
+        self.complete = False
+        self.queue.clear()
+        self.queued.clear()
+        self.deferred.clear()
 
     def lambdas(self, node: ast.AST) -> dict[int, int]:
         """``<lambdaN>`` numbers of a function's own lambdas (every copy of
@@ -762,6 +770,12 @@ class Solver:
             name = "forward" if self.is_module_like(obj.cls) else "__call__"
             self.call_method(obj, name, cs)
         elif isinstance(obj, PartialObj):
+            # Once per partial and call site: ``a = partial(a, x)`` in a loop
+            # holds itself, and each expansion would call it again with its
+            # arguments prepended once more, without end.
+            if (obj, cs.dst) in self.partial_calls:
+                return
+            self.partial_calls.add((obj, cs.dst))
             args = [(n, False) for n in obj.args] + cs.args
             kwargs = [(k, n) for k, n in obj.kwargs.items()] + cs.kwargs
             self.call(obj.func, CallSite(cs.caller, cs.site, args, kwargs, cs.dst))
