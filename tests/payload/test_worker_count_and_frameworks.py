@@ -412,3 +412,37 @@ def test_tt102_a_global_numpy_draw_in_a_transform_in_another_file(
         assert finding["severity"] == "error"
     # torch >= 1.9 seeds numpy in each worker
     assert _check(tmp_path, files, capsys, "--select", "TT102", "--torch-version", "1.9") == []
+
+
+LAZY = """\
+import numpy as np
+from torch.utils.data import DataLoader, Dataset
+
+from aug import RandomFlip
+
+
+class Lazy(Dataset):
+    def __init__(self):
+        self.aug = RandomFlip()
+
+    def __getitem__(self, i):
+        {lazy}return self.aug([i])
+
+    def __len__(self):
+        return 8
+
+
+loader = DataLoader(Lazy(), num_workers=2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("lazy", "expected"),
+    [("", True), ("self.aug.rng = np.random.default_rng()\n        ", False)],
+)
+def test_tt101_a_generator_made_again_in_the_worker_is_silent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lazy: str, expected: bool
+) -> None:
+    files = {"aug.py": AUG.format(draw=DRAWS), "lazy.py": LAZY.format(lazy=lazy)}
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    assert bool(found) is expected, found

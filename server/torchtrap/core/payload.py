@@ -576,6 +576,14 @@ def worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     the dataset's ``__getitem__``/``__iter__`` (through wrappers such as
     ``Subset`` or ``ConcatDataset``), ``collate_fn``, ``worker_init_fn``,
     and everything they call."""
+    memo = analysis.memo.setdefault("worker-code", {})
+    found = memo.get(loader)
+    if found is None:
+        found = memo[loader] = _worker_code(analysis, loader)
+    return found
+
+
+def _worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     solver = analysis.solver
     entries: set[str] = set()
     for hop in payload(analysis, loader):
@@ -607,6 +615,17 @@ def worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     return reach
 
 
+def _remade_in(analysis: Analysis, hop: Hop, reach: set[str]) -> bool:
+    """The generator, or another stored in the same field, is made by the
+    workers' own code: each worker has its own."""
+    solver = analysis.solver
+    held = {hop.obj}
+    if hop.parent is not None and hop.via.startswith("."):
+        node = solver.keyed.get(("f", hop.parent.obj, hop.via[1:]))
+        held |= solver.pts[node] if node is not None else set()
+    return any(rng_kind(obj) and solver.made_in.get(obj) in reach for obj in held)
+
+
 def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
     """For each DataLoader call site in ``module`` with workers and no
     ``worker_init_fn`` (which might re-create it), the first generator
@@ -627,6 +646,8 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
                 continue
             if reach is None:
                 reach = worker_code(analysis, loader.obj)
+            if _remade_in(analysis, hop, reach):
+                continue  # made again in the worker's own code (lazily, per worker or per item)
             methods = {attr for attr, caller in uses.get(hop.obj, ()) if caller in reach}
             if methods & RESEED_METHODS or not methods - INSPECT_METHODS:
                 continue
