@@ -1045,12 +1045,20 @@ class Solver:
         """Calling what a library call made: an ``nn.Sequential`` runs its
         modules in turn (each one's ``forward`` gets the previous output)."""
         if obj.type_name in SEQUENTIALS and cs.args:
-            previous = cs.args[0][0]
-            for node in obj.args:
-                out = self.node("sequential")
-                self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
-                previous = out
-            self.edge(previous, cs.dst)
+            # One run per Sequential, site and input: a Sequential that holds
+            # itself (``self.model = nn.Sequential(self.model, ...)``, read
+            # flow-insensitively) would otherwise run itself without end.
+            key = ("sequential", obj, cs.site, cs.args[0][0])
+            result = self.keyed.get(key)
+            if result is None:
+                result = self.key(*key)
+                previous = cs.args[0][0]
+                for node in obj.args:
+                    out = self.node("sequential")
+                    self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
+                    previous = out
+                self.edge(previous, result)
+            self.edge(result, cs.dst)
         self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:
