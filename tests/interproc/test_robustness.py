@@ -327,3 +327,31 @@ def test_a_runaway_program_stops_at_its_node_budget(
     monkeypatch.setattr(core_analysis, "NODES_PER_STATEMENT", 0)
     monkeypatch.setattr(core_analysis, "NODES_BASE", 100)
     assert not analyse_project(tmp_path, files).solver.complete
+
+
+def test_a_sequential_that_holds_itself_runs_once(tmp_path: Path) -> None:
+    """``self.model = nn.Sequential(self.model, nn.Sigmoid())`` (PyTorch-GAN's
+    clustergan): read flow-insensitively the Sequential holds itself, and each
+    run of it used to start another (1.4M nodes and 10 GB in 30 s)."""
+    source = """\
+        import torch.nn as nn
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, wass=False):
+                super().__init__()
+                self.model = nn.Sequential(nn.Linear(4, 4), nn.LeakyReLU(0.2))
+                if not wass:
+                    self.model = nn.Sequential(self.model, nn.Sigmoid())
+
+            def forward(self, img):
+                return self.model(img)
+
+
+        d = Discriminator()
+        d(1)
+    """
+    analysis = analyse_project(tmp_path, {"m.py": source})
+    assert analysis.solver.complete
+    assert analysis.solver.steps < 2_000  # measured: 188
+    assert len(analysis.solver.pts) < 1_000  # measured: 95

@@ -8,10 +8,10 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchtrap.core.objects import ClassObj, FuncObj, InstObj, Obj, Site
+from torchtrap.core.objects import ClassObj, ExternalObj, FuncObj, InstObj, Obj, Site
 from torchtrap.core.program import Module, Program, absolute, load
 from torchtrap.core.scopes import bound_names
-from torchtrap.core.solver import Solver
+from torchtrap.core.solver import CallSite, Solver
 from torchtrap.core.walker import Walker
 
 # Measured on the modules the worker model covers (BasicSR 3.5k statements,
@@ -87,6 +87,8 @@ def _analyse(program: Program) -> Analysis:
     solver.solve()
     _any_instance(solver)
     solver.solve()
+    if _framework_calls(solver):
+        solver.solve()
     return Analysis(solver)
 
 
@@ -125,6 +127,41 @@ def _any_instance(solver: Solver) -> None:
         if params:
             inst = solver.instance(cls, None)
             solver.add(solver.param(func, params[0]), (inst,))
+
+
+LIGHTNING = ("pytorch_lightning.", "lightning.")
+# What Lightning's Trainer calls on a LightningModule or LightningDataModule,
+# in this order: the loaders the methods return are the ones the fit uses.
+LIGHTNING_HOOKS = (
+    "prepare_data",
+    "setup",
+    "train_dataloader",
+    "val_dataloader",
+    "test_dataloader",
+    "predict_dataloader",
+)
+
+
+def _framework_calls(solver: Solver) -> bool:
+    """Call the hooks a framework calls on every instance of a Lightning
+    class (the program never calls them itself), so the DataLoaders they
+    build see the instance's real fields (``num_workers=self.workers``)."""
+    called = False
+    for obj in list(solver.objects.values()):
+        if not isinstance(obj, InstObj):
+            continue
+        order = solver.mro(obj.cls)
+        if not any(isinstance(c, ExternalObj) and c.name.startswith(LIGHTNING) for c in order):
+            continue
+        defined = set().union(*(c.defines for c in order if isinstance(c, ClassObj)))
+        site = obj.site or Site(obj.cls.module.name, obj.cls.node.lineno, obj.cls.node.col_offset)
+        for hook in LIGHTNING_HOOKS:
+            if hook in defined:
+                args = [(solver.const("fit"), False)] if hook == "setup" else []
+                cs = CallSite(obj.cls.module, site, args, [], solver.node(hook))
+                solver.call_method(obj, hook, cs)
+                called = True
+    return called
 
 
 def analyse_paths(paths: list[str], root: str) -> Analysis:

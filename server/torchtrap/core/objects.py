@@ -240,3 +240,17 @@ class ConstObj(Obj):
 
     def describe(self) -> str:
         return repr(self.value)
+
+
+class OriginConst(ConstObj):
+    """A constant whose origin a message names: an argparse default
+    ("default at train.py:40"), a config file's entry ("cfg.yaml:3")."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, value: object, origin: str) -> None:
+        super().__init__(value)
+        self.origin = origin
+
+    def describe(self) -> str:
+        return f"{self.value!r} ({self.origin})"

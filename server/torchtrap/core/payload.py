@@ -24,12 +24,21 @@ from torchtrap.core.objects import (
     ExtAttrObj,
     ExtCallObj,
     ExternalObj,
+    FuncObj,
     InstObj,
     Obj,
+    OriginConst,
     PartialObj,
     Site,
 )
-from torchtrap.core.solver import LOADERS
+from torchtrap.core.solver import CONFIG_READERS, LOADERS, PARSE_METHODS
+from torchtrap.facts.generators import (
+    CONSTRUCTORS,
+    INSPECT_METHODS,
+    NOT_GLOBAL_DRAWS,
+    RESEED_METHODS,
+    SELF_RETURNING,
+)
 from torchtrap.facts.modules import STATELESS_LAYERS, holds_only_buffers
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
@@ -41,10 +50,16 @@ CUDA_METHODS = frozenset({"cuda", "to"})
 
 @dataclass(frozen=True)
 class Workers:
-    """The worker count: ``kind`` is "zero", "some" or "unknown"."""
+    """The worker count: ``kind`` is "zero", "some" or "unknown"; ``values``
+    the counts known, ``positive`` a count only known to be > 0
+    (``os.cpu_count()``); ``expr`` the argument as written, ``origin``
+    where its value comes from ("default at train.py:40", "cfg.yaml:3")."""
 
     kind: str
     values: tuple[int, ...] = ()
+    positive: bool = False
+    expr: str = ""
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,18 +116,136 @@ def worker_count(analysis: Analysis, loader: ExtCallObj) -> Workers:
     node = _argument(loader, "num_workers", WORKERS_POSITION)
     if node is None:
         return Workers("zero", (0,))
+    expr = _argument_text(analysis, loader)
+    count = _count(analysis, node, 0)
+    if count is None:
+        return Workers("unknown", expr=expr)
+    values, positive, origins = count
+    # os.cpu_count() written in the argument: the expression says it already
+    origin = "; ".join(o for o in dict.fromkeys(origins) if o.split(" at ")[0] not in expr)
+    if not values and not positive:
+        return Workers("unknown", expr=expr)
+    if values == {0} and not positive:
+        return Workers("zero", (0,), expr=expr, origin=origin)
+    return Workers("some", tuple(sorted(values)), positive, expr, origin)
+
+
+# A count is (the values known, whether some unknown value > 0 is possible,
+# where they come from); None when nothing is known.
+Count = tuple[set[int], bool, list[str]]
+CPU_COUNTS = frozenset(
+    {"os.cpu_count", "multiprocessing.cpu_count", "torch.multiprocessing.cpu_count"}
+)
+MAX_COUNT_DEPTH = 4
+
+
+def _count(analysis: Analysis, node: int, depth: int) -> Count | None:
     solver = analysis.solver
     objs = solver.pts[node]
-    if node in solver.saturated or not objs:
-        return Workers("unknown")
-    counts = []
+    if node in solver.saturated or not objs or depth > MAX_COUNT_DEPTH:
+        return None
+    values: set[int] = set()
+    positive = False
+    origins: list[str] = []
+    command_line = False
     for obj in objs:
-        if not (isinstance(obj, ConstObj) and isinstance(obj.value, int)):
-            return Workers("unknown")
-        counts.append(int(obj.value))
-    if all(c == 0 for c in counts):
-        return Workers("zero", tuple(sorted(set(counts))))
-    return Workers("some", tuple(sorted(set(counts))))
+        if _from_command_line(obj):
+            command_line = True  # the parser's default, when there is one, is also here
+            continue
+        one = _count_one(analysis, obj, depth)
+        if one is None:
+            return None
+        values |= one[0]
+        positive = positive or one[1]
+        origins += one[2]
+    if command_line and not values and not positive:
+        return None
+    return values, positive, origins
+
+
+def _count_one(analysis: Analysis, obj: Obj, depth: int) -> Count | None:
+    if isinstance(obj, ConstObj):
+        if isinstance(obj.value, bool) or not isinstance(obj.value, int):
+            return None
+        return {obj.value}, False, [obj.origin] if isinstance(obj, OriginConst) else []
+    if not isinstance(obj, ExtCallObj):
+        return None
+    name = obj.type_name
+    where = analysis.solver.where(obj.site)
+    if name in CPU_COUNTS:
+        return set(), True, [f"{name}() at {where}"]
+    if name == "<builtin>.int" and len(obj.args) == 1:
+        return _count(analysis, obj.args[0], depth + 1)
+    if name in ("<builtin>.min", "<builtin>.max") and len(obj.args) > 1 and not obj.kwargs:
+        parts = [_count(analysis, n, depth + 1) for n in obj.args]
+        known = [p for p in parts if p is not None]
+        if len(known) < len(parts):
+            if name == "<builtin>.max" and any(p[0] and 0 not in p[0] for p in known):
+                return set(), True, [o for p in known for o in p[2]]  # max(2, anything) >= 2
+            return None
+        origins = [o for p in known for o in p[2]]
+        if any(p[1] for p in known):
+            return _bounded(name == "<builtin>.min", known, origins)
+        pick = min if name == "<builtin>.min" else max
+        combos = known[0][0]
+        for part in known[1:]:
+            combos = {pick(a, b) for a in combos for b in part[0]}
+        return combos, False, origins
+    return None
+
+
+def _bounded(smallest: bool, parts: list[Count], origins: list[str]) -> Count:
+    """``min``/``max`` with an unknown positive part (``os.cpu_count()``)."""
+    if smallest:
+        if any(part[0] == {0} and not part[1] for part in parts):
+            return {0}, False, origins
+        zero = any(0 in part[0] for part in parts)
+        return ({0} if zero else set()), True, origins
+    return set(), True, origins  # max(..., cpu_count()) > 0
+
+
+def _from_command_line(obj: Obj) -> bool:
+    """``args.workers``, ``cfg["data"]["workers"]``: what the command line
+    or a config file says at run time; the parser's default, or the file's
+    value the model read, arrives apart."""
+    while isinstance(obj, ExtAttrObj):
+        obj = obj.base
+        if isinstance(obj, ExtCallObj):
+            callee = obj.callee
+            if obj.type_name in CONFIG_READERS:
+                return True
+            return isinstance(callee, ExtAttrObj) and callee.attr in PARSE_METHODS
+    return False
+
+
+def _argument_text(analysis: Analysis, loader: ExtCallObj) -> str:
+    """``args.workers``: the ``num_workers`` argument as written."""
+    site = loader.site
+    index = analysis.memo.setdefault("calls-at", {})
+    calls = index.get(site.module)
+    if calls is None:
+        module = analysis.solver.program.modules.get(site.module)
+        calls = index[site.module] = (
+            {
+                (node.lineno, node.col_offset): node
+                for node in ast.walk(module.tree)
+                if isinstance(node, ast.Call)
+            }
+            if module is not None
+            else {}
+        )
+    call = calls.get((site.line, site.col))
+    if call is None:
+        return ""
+    written = any(k.arg == "num_workers" for k in call.keywords)
+    if "num_workers" in loader.kwargs and not written and len(call.args) <= WORKERS_POSITION:
+        return "dataloader_num_workers"  # a Trainer's loader: its TrainingArguments say
+    for keyword in call.keywords:
+        if keyword.arg == "num_workers":
+            return ast.unparse(keyword.value)
+    if len(call.args) > WORKERS_POSITION:
+        return ast.unparse(call.args[WORKERS_POSITION])
+    return ""
 
 
 def payload(analysis: Analysis, loader: ExtCallObj) -> Iterator[Hop]:
@@ -331,10 +464,23 @@ def chain_text(hop: Hop) -> str:
     return " → ".join(parts)
 
 
-def workers_text(workers: Workers) -> str:
-    if workers.kind == "some":
-        return f"num_workers={'/'.join(str(v) for v in workers.values if v)}"
-    return "num_workers that may be > 0"
+def workers_text(workers: Workers, short: bool = False) -> str:
+    """``num_workers=4``, ``num_workers=8 (args.workers, default at
+    train.py:40)``, ``num_workers > 0 (os.cpu_count())``,
+    ``num_workers=args.workers (unknown here, may be > 0)``."""
+    if workers.kind != "some":
+        if workers.expr and not short:
+            return f"num_workers={workers.expr} (unknown here, may be > 0)"
+        return "num_workers that may be > 0"
+    counts = "/".join(str(v) for v in workers.values if v)
+    if workers.positive:
+        head = f"num_workers={counts} or > 0" if counts else "num_workers > 0"
+    else:
+        head = f"num_workers={counts}"
+    if short:
+        return head
+    detail = [part for part in (workers.expr, workers.origin) if part and part != counts]
+    return f"{head} ({', '.join(detail)})" if detail else head
 
 
 def _forks(analysis: Analysis, loader: ExtCallObj) -> bool:
@@ -380,6 +526,193 @@ def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[C
             if len(hop.chain()) >= min_hops and holds_parameters(analysis, hop.obj):
                 site = getattr(hop.obj, "site", None) or loader.obj.site
                 found.append(Culprit(loader, hop, "certain", "model", site))
+                done.add(place)
+                break
+    return found
+
+
+def rng_kind(obj: Obj) -> str | None:
+    """The constructor of a random generator object, or None."""
+    if not isinstance(obj, ExtCallObj):
+        return None
+    if obj.type_name in CONSTRUCTORS:
+        return CONSTRUCTORS[obj.type_name]
+    callee = obj.callee
+    if isinstance(callee, ExtAttrObj) and callee.attr in SELF_RETURNING:
+        return rng_kind(callee.base)  # torch.Generator().manual_seed(0) is the generator
+    return None
+
+
+def _generator_uses(analysis: Analysis) -> dict[Obj, list[tuple[str, str]]]:
+    """Each generator-like object's uses: (method or "generator=", the
+    function that makes the call), from every library call of the program."""
+    memo = analysis.memo.get("generator-uses")
+    if memo is not None:
+        return memo
+    solver = analysis.solver
+    uses: dict[Obj, list[tuple[str, str]]] = {}
+    for obj in list(solver.objects.values()):
+        if not isinstance(obj, ExtCallObj):
+            continue
+        caller = solver.made_in.get(obj)
+        if caller is None:
+            continue
+        callee = obj.callee
+        if isinstance(callee, ExtAttrObj) and isinstance(callee.base, ExtCallObj):
+            uses.setdefault(callee.base, []).append((callee.attr, caller))
+        node = obj.kwargs.get("generator")
+        if node is not None:
+            for gen in solver.pts[node]:
+                uses.setdefault(gen, []).append(("generator=", caller))
+    analysis.memo["generator-uses"] = uses
+    return uses
+
+
+WORKER_METHODS = ("__getitem__", "__getitems__", "__iter__")
+
+
+def worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
+    """The functions (by qualified name) that run in the loader's workers:
+    the dataset's ``__getitem__``/``__iter__`` (through wrappers such as
+    ``Subset`` or ``ConcatDataset``), ``collate_fn``, ``worker_init_fn``,
+    and everything they call."""
+    memo = analysis.memo.setdefault("worker-code", {})
+    found = memo.get(loader)
+    if found is None:
+        found = memo[loader] = _worker_code(analysis, loader)
+    return found
+
+
+def _worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
+    solver = analysis.solver
+    entries: set[str] = set()
+    for hop in payload(analysis, loader):
+        steps = hop.chain()
+        if steps[0].via in ("collate_fn", "worker_init_fn") and len(steps) <= 2:
+            func = hop.obj
+            if isinstance(func, BoundObj):
+                func = func.func
+            if isinstance(func, FuncObj):
+                entries.add(func.qname)
+            continue
+        if steps[0].via != "dataset" or any(
+            not (s.via.startswith("argument of") or s.via == "[...]") for s in steps[1:]
+        ):
+            continue
+        if isinstance(hop.obj, InstObj):
+            for method in WORKER_METHODS:
+                node = solver.keyed.get(("ca", hop.obj.cls, method, None))
+                for value in solver.pts[node] if node is not None else ():
+                    if isinstance(value, FuncObj):
+                        entries.add(value.qname)
+    reach = set(entries)
+    todo = list(entries)
+    while todo:
+        for callee in solver.calls.get(todo.pop(), ()):
+            if callee not in reach:
+                reach.add(callee)
+                todo.append(callee)
+    return reach
+
+
+def _remade_in(analysis: Analysis, hop: Hop, reach: set[str]) -> bool:
+    """The generator, or another stored in the same field, is made by the
+    workers' own code: each worker has its own."""
+    solver = analysis.solver
+    held = {hop.obj}
+    if hop.parent is not None and hop.via.startswith("."):
+        node = solver.keyed.get(("f", hop.parent.obj, hop.via[1:]))
+        held |= solver.pts[node] if node is not None else set()
+    return any(rng_kind(obj) and solver.made_in.get(obj) in reach for obj in held)
+
+
+def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
+    """For each DataLoader call site in ``module`` with workers and no
+    ``worker_init_fn`` (which might re-create it), the first generator
+    object its workers get a copy of and draw from in the code they run
+    (never re-seeded there): every worker replays the same numbers."""
+    found: list[Culprit] = []
+    done: set[tuple[int, int]] = set()
+    uses = _generator_uses(analysis)
+    for loader in loaders(analysis, module):
+        place = (loader.obj.site.line, loader.obj.site.col)
+        if place in done or loader.workers.kind == "zero":
+            continue
+        if _argument(loader.obj, "worker_init_fn", ROOTS["worker_init_fn"]) is not None:
+            continue
+        reach: set[str] | None = None
+        for hop in payload(analysis, loader.obj):
+            if len(hop.chain()) < 2 or rng_kind(hop.obj) is None:
+                continue
+            if reach is None:
+                reach = worker_code(analysis, loader.obj)
+            if _remade_in(analysis, hop, reach):
+                continue  # made again in the worker's own code (lazily, per worker or per item)
+            methods = {attr for attr, caller in uses.get(hop.obj, ()) if caller in reach}
+            if methods & RESEED_METHODS or not methods - INSPECT_METHODS:
+                continue
+            assert isinstance(hop.obj, ExtCallObj)
+            found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
+            done.add(place)
+            break
+    return found
+
+
+NUMPY_RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})
+
+
+@dataclass(frozen=True)
+class GlobalDraw:
+    """A draw from numpy's global generator in the code a loader's workers run."""
+
+    loader: Loader
+    draw: ExtCallObj  # the ``np.random.xxx(...)`` call
+    caller: str  # the function that makes it
+
+
+def _numpy_draws(analysis: Analysis) -> list[tuple[ExtCallObj, str]]:
+    memo = analysis.memo.get("numpy-draws")
+    if memo is None:
+        memo = analysis.memo["numpy-draws"] = []
+        solver = analysis.solver
+        for obj in list(solver.objects.values()):
+            if not isinstance(obj, ExtCallObj) or obj not in solver.made_in:
+                continue
+            parts = (obj.type_name or "").split(".")
+            global_draw = parts[:2] == ["numpy", "random"] and len(parts) == 3
+            if global_draw and parts[2] not in NOT_GLOBAL_DRAWS:
+                memo.append((obj, solver.made_in[obj]))
+        memo.sort(key=lambda item: _order(item[0]))
+    return memo
+
+
+def global_numpy_draws(analysis: Analysis, module: str) -> list[GlobalDraw]:
+    """For each DataLoader call site in ``module`` with workers and no
+    ``worker_init_fn``, the first draw from numpy's global generator in the
+    code its workers run, outside the dataset classes' own modules (the
+    file's rule sees those), when nothing there re-seeds numpy."""
+    found: list[GlobalDraw] = []
+    done: set[tuple[int, int]] = set()
+    draws = _numpy_draws(analysis)
+    if not draws:
+        return found
+    for loader in loaders(analysis, module):
+        place = (loader.obj.site.line, loader.obj.site.col)
+        if place in done or loader.workers.kind == "zero":
+            continue
+        if _argument(loader.obj, "worker_init_fn", ROOTS["worker_init_fn"]) is not None:
+            continue
+        reach = worker_code(analysis, loader.obj)
+        if reach & NUMPY_RESEEDS:
+            continue
+        own = {
+            hop.obj.cls.module.name
+            for hop in payload(analysis, loader.obj)
+            if isinstance(hop.obj, InstObj) and hop.parent is None
+        }
+        for draw, caller in draws:
+            if caller in reach and draw.site.module not in own:
+                found.append(GlobalDraw(loader, draw, caller))
                 done.add(place)
                 break
     return found

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from torchtrap.core import configs
 from torchtrap.core.objects import (
     BoundObj,
     ClassObj,
@@ -34,6 +35,7 @@ from torchtrap.core.objects import (
     MethodObj,
     ModuleObj,
     Obj,
+    OriginConst,
     PartialObj,
     Site,
     SuperObj,
@@ -45,6 +47,35 @@ LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
 PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+# Readers of a config file (a handle, or a path for the last ones): the model reads the file.
+CONFIG_READERS = frozenset(
+    {
+        "yaml.safe_load",
+        "yaml.load",
+        "yaml.full_load",
+        "yaml.unsafe_load",
+        "json.load",
+        "tomllib.load",
+        "tomli.load",
+        "toml.load",
+        "omegaconf.OmegaConf.load",
+        "omegaconf.omegaconf.OmegaConf.load",
+    }
+)
+HYDRA_MAIN = frozenset({"hydra.main"})
+# Hugging Face trainers build a DataLoader per dataset, with
+# ``num_workers=args.dataloader_num_workers`` (default 0) and ``collate_fn=data_collator``.
+HF_TRAINERS = frozenset(
+    {
+        "transformers.Trainer",
+        "transformers.Seq2SeqTrainer",
+        "transformers.trainer.Trainer",
+        "transformers.trainer_seq2seq.Seq2SeqTrainer",
+        "trl.SFTTrainer",
+        "trl.DPOTrainer",
+    }
+)
+HF_TRAINER_DATASETS = (("train_dataset", 3), ("eval_dataset", 4))
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
 MAX_DOTS = 8  # a.b.c... chains of library attributes
@@ -132,6 +163,7 @@ class Solver:
         self.generator_memo: dict[int, bool] = {}
         self.sizes: dict[FuncObj, int] = {}
         self.copies: dict[tuple[FuncObj, Site], FuncObj] = {}
+        self.made_in: dict[Obj, str] = {}  # a library call's result -> the function that calls
         self.cloner: Callable[[FuncObj, tuple[Site, ...]], FuncObj] | None = None
         self.max_copies = 0
         self.expr_nodes: dict[int, int] = {}  # id(ast expression) -> its node
@@ -165,6 +197,7 @@ class Solver:
             self.mro_memo,
             self.watched,
             self.copies,
+            self.made_in,
             self.definitions,
             self.ext_loads,
             self.box_keys,
@@ -602,6 +635,8 @@ class Solver:
             kind = obj.type_name if isinstance(obj, ExtCallObj) else None
             self.add(dst, (self.ext_attr(obj, attr, f"{kind}.{attr}" if kind else None),))
         elif isinstance(obj, ContainerObj):
+            if obj.kind == "config":
+                self.edge(self.elem(obj, attr), dst)  # OmegaConf: cfg.data.num_workers
             if attr in CONTAINER_METHODS:
                 self.add(dst, (self.obj(("meth", obj, attr), lambda: MethodObj(obj, attr)),))
         elif isinstance(obj, (FuncObj, BoundObj, GenObj, PartialObj)):
@@ -732,8 +767,7 @@ class Solver:
     # -- calls ---------------------------------------------------------------------------
 
     def record(self, caller: Obj, callee: str) -> None:
-        name = caller.name if isinstance(caller, ModuleObj) else caller.qname  # type: ignore[attr-defined]
-        self.calls.setdefault(name, set()).add(callee)
+        self.calls.setdefault(self.caller_name(caller), set()).add(callee)
 
     def call(self, func: int, cs: CallSite) -> None:
         self.on(func, lambda obj: self.invoke(obj, cs))
@@ -834,14 +868,193 @@ class Solver:
             dest_node = kwargs.get("dest")
             names = [n for n, starred in cs.args if not starred]
             for node in [dest_node] if dest_node is not None else names:
-                self.on(node, functools.partial(self._argument_default, base, kwargs["default"]))
+                self.on(
+                    node,
+                    functools.partial(self._argument_default, base, kwargs["default"], cs.site),
+                )
+        elif obj.attr == "prepare" and isinstance(base, ExtCallObj):
+            if (base.type_name or "").endswith(".Accelerator"):
+                self._returns_arguments(cs)
+        elif obj.attr == "__init__" and obj.qname in HF_TRAINERS:
+            self._trainer_loaders(cs)
 
-    def _argument_default(self, parser: Obj, default: int, name: Obj) -> None:
+    def _argument_default(self, parser: Obj, default: int, site: Site, name: Obj) -> None:
         if isinstance(name, ConstObj) and isinstance(name.value, str):
             dest = name.value.lstrip("-").replace("-", "_")
             long_or_positional = name.value.startswith("--") or not name.value.startswith("-")
             if dest.isidentifier() and long_or_positional:
-                self.edge(default, self.field(parser, f"<arg>{dest}"))
+                where = f"default at {self.where(site)}"
+                self.edge(
+                    default,
+                    self.field(parser, f"<arg>{dest}"),
+                    lambda value: (self.origin_const(value, where),),
+                    ("argdefault", site),
+                )
+
+    def where(self, site: Site) -> str:
+        """``train.py:40``: a site as a message names it."""
+        module = self.program.modules.get(site.module)
+        name = module.obj.path if module is not None else site.module
+        return f"{name.replace(chr(92), '/').rsplit('/', 1)[-1]}:{site.line}"
+
+    def origin_const(self, value: Obj, origin: str) -> Obj:
+        """A constant that remembers where it comes from (what else
+        arrives passes unchanged)."""
+        if not isinstance(value, ConstObj) or isinstance(value, OriginConst):
+            return value
+        constant = value.value
+        return self.obj(
+            ("origin", type(constant), constant, origin), lambda: OriginConst(constant, origin)
+        )
+
+    def _returns_arguments(self, cs: CallSite) -> None:
+        """``accelerator.prepare(model, opt, loader)`` hands back what it
+        was given (wrapped, the same loader for the rules): one value, or a
+        tuple of them in order."""
+        args = [n for n, starred in cs.args if not starred]
+        if len(args) == 1:
+            self.edge(args[0], cs.dst)
+        elif args:
+            box = self.container("tuple", cs.site, "prepare")
+            for index, node in enumerate(args):
+                self.edge(node, self.elem(box, index))
+                self.edge(node, self.elem(box, ALL))
+            self.add(cs.dst, (box,))
+
+    def _trainer_loaders(self, cs: CallSite) -> None:
+        """The DataLoaders a Hugging Face ``Trainer`` builds: one per
+        dataset, with ``args.dataloader_num_workers`` workers (0 unless the
+        ``TrainingArguments`` say) and the ``data_collator``."""
+        positional = [n for n, starred in cs.args if not starred]
+        keywords = {k: n for k, n in cs.kwargs if k is not None}
+
+        def argument(name: str, position: int) -> int | None:
+            if name in keywords:
+                return keywords[name]
+            return positional[position] if position < len(positional) else None
+
+        training_args = argument("args", 1)
+        if training_args is None:
+            return  # the default TrainingArguments: no workers
+        workers = self.node("dataloader_num_workers")
+        self.on(training_args, functools.partial(self._hf_workers, workers))
+        collator = argument("data_collator", 2)
+        loader_type = self.external("torch.utils.data.DataLoader")
+        for name, position in HF_TRAINER_DATASETS:
+            dataset = argument(name, position)
+            if dataset is None:
+                continue
+            kwargs = {"dataset": dataset, "num_workers": workers}
+            if collator is not None:
+                kwargs["collate_fn"] = collator
+            key = ("hf-loader", cs.site, name)
+            if key in self.objects:
+                continue
+            loader = ExtCallObj(loader_type, cs.site, [], kwargs)
+            self.objects[key] = loader
+            self._loader_calls(loader, cs)
+
+    def _hf_workers(self, workers: int, args: Obj) -> None:
+        if isinstance(args, ExtCallObj) and (args.type_name or "").endswith("TrainingArguments"):
+            node = args.kwargs.get("dataloader_num_workers")
+            if node is not None:
+                self.edge(node, workers)
+            else:
+                self.edge(self.const(0), workers)  # TrainingArguments' default
+        else:
+            self.load(self.holding(args), "dataloader_num_workers", workers)
+
+    # -- config files --------------------------------------------------------------------
+
+    def _config_file(self, cs: CallSite, depth: int, source: Obj) -> None:
+        """``yaml.safe_load(open("cfg.yaml"))``, ``OmegaConf.load("cfg.yaml")``:
+        follow the argument to a literal path (through ``open()``, ``.read()``,
+        ``Path(...)``) and give the call the file's contents."""
+        if depth > 3:
+            return
+        if isinstance(source, ConstObj) and isinstance(source.value, str):
+            module = self.program.modules.get(cs.site.module)
+            if module is None:
+                return
+            path = configs.find(module.obj.path, source.value)
+            if path is not None:
+                self.add(cs.dst, (self.config_value(path, cs.site),))
+            return
+        if not isinstance(source, ExtCallObj):
+            return
+        callee = source.callee
+        follow: int | None = None
+        if source.type_name in ("<builtin>.open", "pathlib.Path", "io.open", "codecs.open"):
+            follow = source.args[0] if source.args else None
+        elif isinstance(callee, ExtAttrObj) and callee.attr in ("read", "read_text", "open"):
+            follow = self.holding(callee.base)
+        if follow is not None:
+            self.on(follow, functools.partial(self._config_file, cs, depth + 1))
+
+    def config_value(self, path: str, site: Site, data: object = None, prefix: str = "") -> Obj:
+        """The object a config file's contents are: a "config" container
+        per mapping (keys read as items or attributes), constants that
+        remember their file and line."""
+        if not prefix:
+            data = configs.read(path)
+        if isinstance(data, (dict, list)):
+            box = self.container("config", site, f"{path}#{prefix}")
+            items = data.items() if isinstance(data, dict) else enumerate(data)
+            for key, value in items:
+                child = self.config_value(path, site, value, f"{prefix}/{key}")
+                self.add(self.elem(box, key), (child,))
+            return box
+        if isinstance(data, configs.Scalar):
+            value = data.value
+            plain = self.obj(("const", type(value), value), lambda: ConstObj(value))
+            return self.origin_const(plain, f"{data.file}:{data.line}" if data.line else data.file)
+        return self.obj(("const", type(None), None), lambda: ConstObj(None))
+
+    def hydra_main(self, decorator: ExtCallObj, func: Obj) -> None:
+        """``@hydra.main(config_path="conf", config_name="config")``: the
+        function's first parameter is that file's config (with the groups
+        its ``defaults`` list names)."""
+        if not isinstance(func, FuncObj):
+            return
+        params = self.signatures[func].positional
+        module = self.program.modules.get(func.module.name)
+        if not params or module is None:
+            return
+
+        def text(key: str, position: int) -> str | None:
+            node = decorator.kwargs.get(key)
+            if node is None and position < len(decorator.args):
+                node = decorator.args[position]
+            values = self.pts[node] if node is not None else set()
+            value = next(iter(values), None) if len(values) == 1 else None
+            return (
+                value.value
+                if isinstance(value, ConstObj) and isinstance(value.value, str)
+                else None
+            )
+
+        folder, name = text("config_path", 0) or "", text("config_name", 1)
+        if name is None:
+            return
+        here = module.obj.path
+        path = configs.find(here, folder, (f"{name}.yaml", name))
+        if path is None:
+            return
+        data = configs.read(path)
+        if isinstance(data, dict):
+            for entry in data.get("defaults", []) if isinstance(data.get("defaults"), list) else []:
+                if not isinstance(entry, dict) or len(entry) != 1:
+                    continue
+                group, choice = next(iter(entry.items()))
+                if group in data or not isinstance(choice, configs.Scalar):
+                    continue
+                found = configs.find(here, f"{folder}/{group}", (f"{choice.value}.yaml",))
+                sub = configs.read(found) if found is not None else None
+                if isinstance(sub, dict):
+                    data[group] = sub
+        box = self.config_value(path, decorator.site, data, "/") if data is not None else None
+        if box is not None:
+            self.add(self.param(func, params[0]), (box,))
 
     def _call_library_object(self, obj: ExtCallObj, cs: CallSite) -> None:
         """Calling what a library call made: an ``nn.Sequential`` runs its
@@ -865,11 +1078,18 @@ class Solver:
         return self.key("seq", obj, last)
 
     def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:
-        args = [n for n, _ in cs.args]
-        kwargs = {k: n for k, n in cs.kwargs if k is not None}
-        return self.obj(
-            ("xcall", callee, cs.site), lambda: ExtCallObj(callee, cs.site, args, kwargs)
-        )  # type: ignore[return-value]
+        key = ("xcall", callee, cs.site)
+        found = self.objects.get(key)
+        if found is None:
+            args = [n for n, _ in cs.args]
+            kwargs = {k: n for k, n in cs.kwargs if k is not None}
+            found = self.objects[key] = ExtCallObj(callee, cs.site, args, kwargs)
+            self.made_in[found] = self.caller_name(cs.caller)
+        return found  # type: ignore[return-value]
+
+    @staticmethod
+    def caller_name(caller: Obj) -> str:
+        return caller.name if isinstance(caller, ModuleObj) else caller.qname  # type: ignore[attr-defined]
 
     def bind(self, func: FuncObj, cs: CallSite, prepend: tuple[int, ...]) -> None:
         sig = self.signatures.get(func)
@@ -924,8 +1144,12 @@ class Solver:
             return
         if name.startswith("<builtin>.") and self._builtin(short, args, cs):
             return
+        if name in CONFIG_READERS and args:
+            self.on(args[0], functools.partial(self._config_file, cs, 0))
         result = self._ext_call(obj, cs)
         self.add(cs.dst, (result,))
+        if name in HF_TRAINERS:
+            self._trainer_loaders(cs)
         if name in LOADERS:
             self._loader_calls(result, cs)
         elif name in NAMESPACES:

@@ -29,7 +29,7 @@ from torchtrap.core.objects import (
 )
 from torchtrap.core.program import Module, absolute
 from torchtrap.core.scopes import assigned_in, bound_names, lambda_numbers
-from torchtrap.core.solver import ALL, KEYS, CallSite, Signature, Solver
+from torchtrap.core.solver import ALL, HYDRA_MAIN, KEYS, CallSite, Signature, Solver
 
 Env = dict[str, frozenset[int]]
 PLAIN_DECORATORS = {
@@ -479,6 +479,8 @@ class Walker:
                 if isinstance(obj, (ExternalObj, ExtCallObj, ExtAttrObj)):
                     # A library decorator (torch.no_grad(), functools.wraps):
                     # the function itself is what callers reach.
+                    if isinstance(obj, ExtCallObj) and obj.type_name in HYDRA_MAIN:
+                        solver.on(source, functools.partial(solver.hydra_main, obj))
                     name = getattr(obj, "name", None) or getattr(obj, "qname", None)
                     if name:
                         solver.record(cs.caller, name)

@@ -36,6 +36,26 @@ def generator_family(qualname: str | None) -> str | None:
 
 # Methods that re-seed a generator in place (a fresh state: not a draw).
 RESEED_METHODS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
+# numpy.random names that do not draw from the global generator.
+NOT_GLOBAL_DRAWS = frozenset(
+    {
+        "default_rng",
+        "RandomState",
+        "Generator",
+        "SeedSequence",
+        "BitGenerator",
+        "MT19937",
+        "PCG64",
+        "PCG64DXSM",
+        "Philox",
+        "SFC64",
+        "seed",
+        "get_state",
+        "set_state",
+        "get_bit_generator",
+        "set_bit_generator",
+    }
+)
 # Methods and builtins that look at a generator without drawing from it.
 INSPECT_METHODS = frozenset({"get_state", "getstate", "initial_seed", "__getstate__", "__repr__"})
 INSPECT_BUILTINS = frozenset({"isinstance", "print", "id", "type", "repr", "str", "hasattr"})

@@ -33,6 +33,7 @@ from torchtrap.values.datasets import (
     related_message,
 )
 from torchtrap.values.remote import remote_uses
+from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
 
 
 # The generator families of the value layer (torchtrap.facts.generators).
@@ -81,7 +82,13 @@ class StoredRngInDataset(Rule):
     Finds a random generator *object* (`np.random.default_rng`,
     `np.random.RandomState`, `random.Random`, `torch.Generator`) stored on a
     Dataset (`self.rng = ...`) and drawn from in `__getitem__`/`__iter__`,
-    directly or through the dataset's own methods.
+    directly or through the dataset's own methods. Across files, at the
+    DataLoader: a generator the workers receive through other objects (an
+    augmentation object the dataset owns, a `Compose` of them, a helper's
+    result), when the code the workers run (`__getitem__`, `collate_fn` and
+    every function they call, in any file) draws from it and never re-seeds
+    it; the message names the worker count and where it comes from
+    (`num_workers=8 (args.workers, default at train.py:40)`).
 
     Severity: **error** when a DataLoader in the file receives the dataset
     with a literal `num_workers > 0`; **warning** when its `num_workers` is
@@ -172,7 +179,7 @@ class StoredRngInDataset(Rule):
         "numbers, and epoch 2 repeated epoch 1 exactly."
     )
     default_severity = Severity.ERROR
-    requires_text = ("default_rng", "Random", "Generator")
+    requires_text = ("default_rng", "Random", "Generator", "DataLoader", "Trainer")
 
     def check(self) -> Iterable[Finding]:
         datasets = self.ctx.values.datasets
@@ -199,6 +206,27 @@ class StoredRngInDataset(Rule):
                     continue
                 seen.add(id(stored.stmt))
                 yield self._finding(datasets, view, stored, flagged, judgement)
+        ctx = self.ctx
+        for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "rng"):
+            yield self._payload_finding(found)
+
+    def _payload_finding(self, found: PayloadCulprit) -> Finding:
+        """A generator the workers get through other objects (an augmentation
+        object, a ``Compose`` of them, a helper's result) and draw from in
+        the code they run (``__getitem__``, ``collate_fn`` and what they call)."""
+        workers = found.culprit.loader.workers
+        certain = workers.kind == "some"
+        if workers.values == (1,) and not workers.positive:
+            tail = ": the same random numbers every epoch"
+        else:
+            tail = ": the same numbers in each"
+        message = found.message("every worker gets the same generator", tail)
+        return self.finding(
+            found.node,
+            message,
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            related=found.related,
+        )
 
     # -- detection -----------------------------------------------------------
     def _flagged(self, view: DatasetView) -> Iterator[Stored]:

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 from torchtrap.facts.dataloaders import DataLoaderCall
 from torchtrap.facts.datasets import DatasetView, worker_count
+from torchtrap.facts.generators import NOT_GLOBAL_DRAWS
 from torchtrap.facts.index import walk
-from torchtrap.facts.remote import is_remote, with_location
+from torchtrap.facts.remote import MESSAGE_LIMIT, is_remote, with_location
 from torchtrap.facts.workers import local_function
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import add_keyword_argument
@@ -25,29 +26,10 @@ from torchtrap.values.datasets import (
     resolve_function,
 )
 from torchtrap.values.remote import remote_fact, remote_uses
+from torchtrap.values.worker_payload import payload_draws
 
 FIXED_IN = (1, 9)  # "Add Numpy seeding to worker of DataLoader (#56488)"
 
-# numpy.random names that do not draw from the global generator.
-NOT_GLOBAL_DRAWS = frozenset(
-    {
-        "default_rng",
-        "RandomState",
-        "Generator",
-        "SeedSequence",
-        "BitGenerator",
-        "MT19937",
-        "PCG64",
-        "PCG64DXSM",
-        "Philox",
-        "SFC64",
-        "seed",
-        "get_state",
-        "set_state",
-        "get_bit_generator",
-        "set_bit_generator",
-    }
-)
 RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})
 LIGHTNING = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 
@@ -57,7 +39,9 @@ class NumpyGlobalRngLegacyTorch(Rule):
     ## What it does
     For projects on torch < 1.9 only: finds a Dataset that draws from
     numpy's global generator (`np.random.randint(...)`, `np.random.rand()`,
-    ...) in `__getitem__`/`__iter__` or a method they call.
+    ...) in `__getitem__`/`__iter__` or a method they call; across files,
+    at the DataLoader, a draw in any function the workers' code calls (a
+    transform in another file).
 
     The torch version comes from `torch-version` in `[tool.torchtrap]`, else
     the torch installed in the interpreter running TorchTrap, else a pin in
@@ -122,7 +106,7 @@ class NumpyGlobalRngLegacyTorch(Rule):
         "2.13, draws differ across workers and epochs."
     )
     default_severity = Severity.ERROR
-    requires_text = ("random",)
+    requires_text = ("random", "DataLoader")
 
     def check(self) -> Iterable[Finding]:
         version = self.ctx.torch_version
@@ -145,6 +129,23 @@ class NumpyGlobalRngLegacyTorch(Rule):
                 continue
             for call in draws:
                 yield self._finding(view, call, judgement, version)
+        ctx = self.ctx
+        torch_text = ctx.config.torch_version or ".".join(str(p) for p in version)
+        for found in payload_draws(ctx.project, ctx.path, ctx.text, ctx.tree):
+            # A transform in another file that __getitem__ calls: the dataset's
+            # file cannot see the draw, the loader's file sees the whole chain.
+            message = (
+                f"{found.workers}: workers draw the same numbers from `{found.drawn}` "
+                f"({found.where}) on torch {torch_text}"
+            )
+            if len(message) > MESSAGE_LIMIT:
+                message = f"{found.workers}: workers draw the same `{found.drawn}` numbers"
+            yield self.finding(
+                found.node,
+                message,
+                severity=Severity.ERROR if found.certain else Severity.WARNING,
+                related=found.related,
+            )
 
     def _global_draws(self, view: DatasetView) -> Iterator[ast.Call]:
         """Global numpy draws in the worker methods, and calls there of a

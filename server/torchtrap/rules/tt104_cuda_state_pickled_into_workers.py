@@ -134,7 +134,7 @@ class CudaStatePickledIntoWorkers(Rule):
     summary = "A DataLoader argument carries a model into every worker"
     default_severity = Severity.WARNING
     # "Dataset": a Dataset whose DataLoader is in another file.
-    requires_text = ("DataLoader", "Dataset")
+    requires_text = ("DataLoader", "Dataset", "Trainer")
 
     def check(self) -> Iterable[Finding]:
         facts = self.ctx.facts

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from torchtrap.core.analysis import Analysis, analyse
 from torchtrap.core.program import MAX_FILE_BYTES, Program
+from torchtrap.core.solver import HF_TRAINERS
 from torchtrap.findings import Range
 from torchtrap.project.index import Project
 from torchtrap.project.summary import ModuleSummary
@@ -100,7 +101,7 @@ def program_model(project: Project | None, path: str, text: str, tree: ast.Modul
     project; None when too large or when this file builds no DataLoader."""
     this = os.path.abspath(path)
     own = project.summary(this) if project is not None else None
-    if own is not None and not own.dataloaders:
+    if own is not None and not _builds_loaders(own):
         return None  # no DataLoader here: nothing for the model to answer
     return _model(project, this, text, tree, _reached(project, this), MAX_FILES, MAX_SOURCE_BYTES)
 
@@ -181,6 +182,12 @@ def _model(
     return Model(analysis, entries[this][0])
 
 
+def _builds_loaders(summary: ModuleSummary) -> bool:
+    """A module that builds DataLoaders: by hand, or through a Hugging
+    Face ``Trainer`` it imports (which builds them from its datasets)."""
+    return bool(summary.dataloaders) or any(ref in HF_TRAINERS for ref in summary.imports.values())
+
+
 def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     """The modules the program's DataLoaders can reach: every module that
     builds one, this file, and what they import, transitively (with the
@@ -191,7 +198,7 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     memo = _REACHED.get(id(project))
     if memo is not None and memo[0] is project:
         return memo[1]
-    found = _closure(project, [s for s in project if s.dataloaders])
+    found = _closure(project, [s for s in project if _builds_loaders(s)])
     _REACHED.clear()  # one project at a time: check has one, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found

@@ -22,7 +22,9 @@ from torchtrap.core.payload import (
     chain_text,
     cuda_culprits,
     describe,
+    global_numpy_draws,
     model_culprits,
+    rng_culprits,
     workers_text,
 )
 from torchtrap.facts.remote import MESSAGE_LIMIT
@@ -40,17 +42,24 @@ class PayloadCulprit:
     def message(self, gets: str, tail: str = "") -> str:
         """``num_workers=4: {gets} via dataset `Rays` → `.aug`{tail}``, the
         chain cut to its last step when the line would be too long."""
-        head = f"{workers_text(self.culprit.loader.workers)}: {gets}"
+        workers = self.culprit.loader.workers
+        head = f"{workers_text(workers)}: {gets}"
         text = f"{head} via {chain_text(self.culprit.hop)}{tail}"
         if len(text) > MESSAGE_LIMIT:
             text = f"{head} (via `{self.culprit.hop.via}`){tail}"
+        if len(text) > MESSAGE_LIMIT:  # the chain is in the related rows; the count only here
+            text = f"{head}{tail}"
+        if len(text) > MESSAGE_LIMIT:
+            text = (
+                f"{workers_text(workers, short=True)}: {gets} (via `{self.culprit.hop.via}`){tail}"
+            )
         return text
 
 
 def payload_culprits(
     project: Project | None, path: str, text: str, tree: ast.Module, kind: str
 ) -> list[PayloadCulprit]:
-    if "DataLoader" not in text:
+    if "DataLoader" not in text and "Trainer" not in text:
         return []
     model = program_model(project, path, text, tree)
     if model is None:
@@ -64,11 +73,15 @@ def payload_culprits(
     here = os.path.abspath(path)
     if kind == "model":
         culprits = model_culprits(model.analysis, model.module)
+    elif kind == "rng":
+        culprits = rng_culprits(model.analysis, model.module)
     else:
         culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
     for culprit in culprits:
-        if _seen_by_the_file_rules(culprit) or _all_here(culprit, model.module):
+        if _seen_by_the_file_rules(culprit):
             continue
+        if kind != "rng" and _all_here(culprit, model.module):
+            continue  # the file's rules see datasets' own generators only, not owned objects'
         site = culprit.loader.obj.site
         node = calls.get((site.line, site.col))
         if node is None:
@@ -137,6 +150,7 @@ def _related(model: Model, culprit: Culprit, here: str) -> list[tuple[str | None
         what = {
             "module": "the model moved to the GPU here",
             "model": "the model made here",
+            "rng": "the generator made here: each worker gets a copy in the same state",
         }.get(culprit.kind, "the CUDA tensor made here")
         rows.append((_other(where[0], here), where[1], what))
     return rows
@@ -152,3 +166,55 @@ def _made_at(hop: Hop) -> Site | None:
 
 def _other(path: str, here: str) -> str | None:
     return None if os.path.abspath(path) == here else path
+
+
+@dataclass
+class PayloadDraw:
+    """A draw from numpy's global generator that the workers of a DataLoader
+    in the linted file reach (through a transform in another file)."""
+
+    node: ast.Call  # the DataLoader call in the linted file
+    workers: str  # "num_workers=4 (...)"
+    certain: bool  # a count known to be > 0
+    drawn: str  # "np.random.rand"
+    where: str  # "aug.py:7"
+    related: list[RelatedLocation]
+
+
+def payload_draws(
+    project: Project | None, path: str, text: str, tree: ast.Module
+) -> list[PayloadDraw]:
+    if "DataLoader" not in text and "Trainer" not in text:
+        return []
+    model = program_model(project, path, text, tree)
+    if model is None:
+        return []
+    calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    here = os.path.abspath(path)
+    found = []
+    for draw in global_numpy_draws(model.analysis, model.module):
+        site = draw.loader.obj.site
+        node = calls.get((site.line, site.col))
+        made = draw.draw.site
+        where = model.where(made.module, made.line, made.col)
+        if node is None or where is None:
+            continue
+        name = (draw.draw.type_name or "").replace("numpy.", "np.", 1)
+        rows = [
+            RelatedLocation(
+                where[1],
+                f"`{name}` draws from numpy's global generator (in `{draw.caller}`)",
+                path=_other(where[0], here),
+            )
+        ]
+        found.append(
+            PayloadDraw(
+                node,
+                workers_text(draw.loader.workers),
+                draw.loader.workers.kind == "some",
+                name,
+                model.analysis.solver.where(made),
+                rows,
+            )
+        )
+    return found
