@@ -123,7 +123,8 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
         (tt101,) = [d for d in diags if d.code == "TT101"]
         assert tt101.source == "torchtrap" and tt101.message.endswith("(confirmed when run)")
         assert tt101.code_description is not None and "TT101" in tt101.code_description.href
-        seen = [r for r in tt101.related_information or () if r.message.startswith("torchtrap-run:")]
+        related = tt101.related_information or []
+        seen = [r for r in related if r.message.startswith("torchtrap-run:")]
         assert [r.location.range.start.line for r in seen] == [rng_line]
         assert "dataset.rng (numpy.random.Generator): the same state" in seen[0].message
         actions = await h.client.text_document_code_action_async(
