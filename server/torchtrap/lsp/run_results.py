@@ -114,9 +114,7 @@ class RunResults:
         return merged + [r for i, r in enumerate(run) if i not in folded]
 
 
-def _confirmed(
-    diag: types.Diagnostic, runs: list[types.Diagnostic], uri: str
-) -> types.Diagnostic:
+def _confirmed(diag: types.Diagnostic, runs: list[types.Diagnostic], uri: str) -> types.Diagnostic:
     """The static diagnostic, saying the run saw it too: both sources named
     (the run's text as related information labelled with its source), the
     static one's code description and data (its quick fixes) kept."""
