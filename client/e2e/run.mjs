@@ -33,7 +33,8 @@
 //   workspace-diagnostics a never-opened file's TT106: absent in openFilesOnly, listed by
 //                   Check Workspace (with counts) and in diagnosticMode "workspace", following the
 //                   file on disk, gone again in openFilesOnly; no .torchtrap_cache/ in the folder;
-//   unsafe-fix-review Fix All says "1 unsafe fix skipped", Review Unsafe Fixes… applies it: the
+//   unsafe-fix-review Fix All says "1 unsafe fix skipped", Review Unsafe Fixes… lists it; picked,
+//                   the refactor preview shows its full title and diff, Apply applies it: the
 //                   CLI's --fix --unsafe-fixes text;
 //   settings-ui     torchtrap.severity edited in the Settings UI (key and value dropdowns):
 //                   settings.json gets {"TT201": "error"} and TT201 shows as an error;
@@ -1344,6 +1345,20 @@ async function main() {
       await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Apply all' }).first().waitFor({ timeout: 5000 });
       await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-review.png') });
       await item.click();
+      // Issue 35 item 11: nothing is applied before the refactor preview showed the fix's full
+      // title and its diff; Apply there applies it.
+      const preview = page.locator('.bulk-edit-panel, .refactor-preview, [id="workbench.view.bulkEdit"]').first();
+      const apply = page.locator('.monaco-button', { hasText: /^Apply$/ }).first();
+      await apply.waitFor({ timeout: 30_000 });
+      if (fs.readFileSync(full, 'utf8') !== safeOnly) {
+        throw new Error('the unsafe fix was applied before its preview was accepted');
+      }
+      const shown = ((await preview.innerText().catch(() => '')) || (await page.locator('.panel').first().innerText())).replace(/\s+/g, ' ');
+      if (!/\(unsafe: /.test(shown)) {
+        throw new Error(`the refactor preview does not show the fix's full title: ${shown.slice(0, 300)}`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-preview.png') });
+      await apply.click();
       await saveUntil(full, (t) => t === want, () => `the CLI's --fix --unsafe-fixes text; expected:\n${want}\n--- got:\n${fs.readFileSync(full, 'utf8')}`);
       await waitFor(async () => !(await rowsFor(file)).some((r) => r.code === 'TT202'), 30_000, `TT202 gone from ${file}`);
       await vs.clearToasts();

@@ -6,6 +6,7 @@ import { WorkDoneProgress } from 'vscode-languageclient/node';
 import { selectInterpreter } from './interpreterPicker';
 import {
   applyFixArguments,
+  unsafeFixItem,
   checkWorkspaceMessage,
   fileFindingsSection,
   fixAllMessage,
@@ -306,12 +307,7 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
         all: true,
       },
       { label: '', kind: vscode.QuickPickItemKind.Separator },
-      ...fixes.map((f) => ({
-        label: f.title,
-        description: `line ${f.line + 1}`,
-        detail: f.message,
-        args: applyFixArguments(f),
-      })),
+      ...fixes.map((f) => ({ ...unsafeFixItem(f), args: applyFixArguments(f) })),
     ];
     const pick = await vscode.window.showQuickPick(items, {
       title: 'TorchTrap: unsafe fixes Fix All skipped',
@@ -326,9 +322,11 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
       const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [{ uri: target.toString(), unsafe: true }]);
       void vscode.window.showInformationMessage(`TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.'));
     } else if (pick.args) {
+      // The editor shows the full title and the diff first (refactor preview): Discard there
+      // is the user's choice, not a failure.
       const result = (await server.executeCommand(SERVER_COMMANDS.applyFix, pick.args)) as { applied?: unknown } | undefined;
       if (result?.applied !== true) {
-        void vscode.window.showWarningMessage('TorchTrap: the editor did not apply the fix.');
+        void vscode.window.showInformationMessage('TorchTrap: the fix was not applied.');
       }
     }
   } catch (err) {

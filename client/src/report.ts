@@ -259,9 +259,31 @@ export function parseUnsafeFixes(value: unknown): UnsafeFix[] {
     }));
 }
 
-/** The `torchtrap.applyFix` arguments of one skipped fix. */
-export function applyFixArguments(f: UnsafeFix): [string, number | null, string, number, number] {
-  return [f.uri, f.version, f.code, f.line, f.fix];
+/**
+ * The `torchtrap.applyFix` arguments of one skipped fix: `review` asks the server to mark the
+ * edit as needing confirmation, so the editor shows the fix's full title and a diff (VS Code's
+ * refactor preview) and applies nothing until the user accepts.
+ */
+export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number | null; code: string; line: number; fix: number; review: true }] {
+  return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, review: true }];
+}
+
+/**
+ * One skipped fix as a quick pick row, with nothing cut off that matters: a row shows one line
+ * of each part, so the title is split: what the fix does as the label ("TorchTrap (TT207): "
+ * dropped: the rule code is in the description), why it is unsafe as the detail, with the
+ * finding's message after it. The full title comes again in the diff before applying.
+ */
+export function unsafeFixItem(f: UnsafeFix): { label: string; description: string; detail: string } {
+  const title = f.title.replace(/^TorchTrap \(TT\d{3}\): /, '');
+  const marked = /^(.*?) \(unsafe: (.*)\)$/s.exec(title);
+  const action = marked ? marked[1]! : title;
+  const why = marked ? `Unsafe: ${marked[2]!}` : 'Unsafe';
+  return {
+    label: action,
+    description: `${f.code} · line ${f.line + 1}`,
+    detail: f.message ? `${why}. ${f.message}` : why,
+  };
 }
 
 /** The number of skipped unsafe fixes in a `torchtrap.fixAll` result. */

@@ -12,6 +12,7 @@ import {
   reportPage,
   ruleVerdicts,
   skippedUnsafe,
+  unsafeFixItem,
 } from '../../src/report';
 
 describe('probe report: raw JSON collapsed', () => {
@@ -73,8 +74,24 @@ describe('unsafe fixes review', () => {
       null,
     ]);
     assert.equal(fixes.length, 1);
-    assert.deepEqual(applyFixArguments(fixes[0]!), ['file:///a.py', 3, 'TT202', 4, 0]);
+    // review: the server marks the edit as needing confirmation (title and diff first).
+    assert.deepEqual(applyFixArguments(fixes[0]!), [{ uri: 'file:///a.py', version: 3, code: 'TT202', line: 4, fix: 0, review: true }]);
     assert.throws(() => parseUnsafeFixes({}), /unexpected/);
+  });
+  it('shows each fix whole: what it does as the label, why it is unsafe as the detail (issue 35 item 11)', () => {
+    const title =
+      'TorchTrap (TT207): Call `model.eval()` before it, and `model.train(was_training)` after (unsafe: code after it may rely on training mode)';
+    const [fix] = parseUnsafeFixes([
+      { uri: 'file:///a.py', version: 1, code: 'TT207', line: 11, fix: 1, title, message: '`model` is run in training mode under `no_grad`' },
+    ]);
+    const item = unsafeFixItem(fix!);
+    assert.equal(item.label, 'Call `model.eval()` before it, and `model.train(was_training)` after');
+    assert.equal(item.description, 'TT207 · line 12');
+    assert.equal(item.detail, 'Unsafe: code after it may rely on training mode. `model` is run in training mode under `no_grad`');
+    // Nothing of the title is lost between the label and the detail.
+    assert.ok(title.endsWith(`${item.label} (unsafe: code after it may rely on training mode)`));
+    // A title without the unsafe mark stays whole.
+    assert.equal(unsafeFixItem({ ...fix!, title: 'TorchTrap (TT207): Do it', message: '' }).label, 'Do it');
   });
   it('knows when Fix All skipped some', () => {
     assert.equal(skippedUnsafe({ applied: true, fixes: 1, skipped: 2, message: 'Fixed 1 finding (2 unsafe fixes skipped)' }), 2);

@@ -245,6 +245,13 @@ class TorchTrapServer(LanguageServer):
     def document_changes(self) -> bool:
         return self.supports("workspace.workspace_edit.document_changes")
 
+    @property
+    def change_annotations(self) -> bool:
+        """The client shows annotated edits for confirmation (VS Code does)."""
+        return self.document_changes and self.supports(
+            "workspace.workspace_edit.change_annotation_support"
+        )
+
     # -- configuration -----------------------------------------------------
     def update_settings(self, raw: Any) -> None:
         self.settings = parse_settings(raw, Settings())
