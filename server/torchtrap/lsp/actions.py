@@ -160,6 +160,7 @@ def for_review(edit: types.WorkspaceEdit, label: str, description: str) -> types
                         range=e.range, new_text=e.new_text, annotation_id=REVIEW_ANNOTATION
                     )
                     for e in change.edits
+                    if isinstance(e, types.TextEdit)  # the fixes make no snippets
                 ],
             )
         changes.append(change)
