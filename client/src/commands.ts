@@ -16,6 +16,7 @@ import {
   skippedUnsafe,
   orderRules,
   parseProbeResult,
+  restOffer,
   probeFailure,
   parseRuleDoc,
   parseRuleList,
@@ -151,14 +152,18 @@ function baseName(uri: vscode.Uri): string {
   return uri.path.split('/').pop() || uri.path;
 }
 
-async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<void> {
-  const timeout = server.serverSettings().probe.timeout;
+async function runProbe(server: TorchTrapServer, storage: vscode.Uri, rest?: { timeout: number }): Promise<void> {
+  const timeout = rest?.timeout ?? server.serverSettings().probe.timeout;
   const target = probedDocument();
   let cancelled = false;
   let result: unknown;
   try {
     result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: probing this machine', cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: rest ? 'TorchTrap: probing this machine (the rest)' : 'TorchTrap: probing this machine',
+        cancellable: true,
+      },
       async (progress, token) => {
         const client = await server.runningClient();
         const workDoneToken = `torchtrap-probe-${Date.now()}`;
@@ -175,7 +180,7 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
           });
         });
         try {
-          return await server.executeCommand(SERVER_COMMANDS.runProbe, probeArguments(timeout), token, workDoneToken);
+          return await server.executeCommand(SERVER_COMMANDS.runProbe, probeArguments(timeout, rest !== undefined), token, workDoneToken);
         } catch (err) {
           if (isCancellation(err, token)) {
             cancelled = true;
@@ -206,6 +211,15 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
     const uri = await writeReport(dir, `${PROBE_REPORT_NAME}.md`, markdown);
     server.log.info(`Probe report: ${uri.fsPath}`);
     await showProbeReport(markdown);
+    const offer = restOffer(report.unfinished ?? [], timeout);
+    if (offer) {
+      const again = 'Run the Rest';
+      void vscode.window.showWarningMessage(offer.message, again).then((choice) => {
+        if (choice === again) {
+          void runProbe(server, storage, { timeout: offer.timeout });
+        }
+      });
+    }
   } catch (err) {
     showError(server, 'the probe report', err);
   }

@@ -3,6 +3,8 @@
 export interface ProbeResult {
   markdown: string;
   json: unknown;
+  /** Experiments the time limit left no time for, or cut short (older servers: absent). */
+  unfinished?: string[];
 }
 
 /** `torchtrap.runProbe` returns `{json, markdown}`; anything else is a server error. */
@@ -10,14 +12,32 @@ export function parseProbeResult(value: unknown): ProbeResult {
   if (value && typeof value === 'object') {
     const v = value as { markdown?: unknown; json?: unknown };
     if (typeof v.markdown === 'string') {
-      return { markdown: v.markdown, json: v.json ?? null };
+      const rest = (value as { unfinished?: unknown }).unfinished;
+      const unfinished = Array.isArray(rest) ? rest.filter((r): r is string => typeof r === 'string') : [];
+      return unfinished.length > 0 ? { markdown: v.markdown, json: v.json ?? null, unfinished } : { markdown: v.markdown, json: v.json ?? null };
     }
   }
   throw new Error(`unexpected torchtrap.runProbe result: ${JSON.stringify(value)?.slice(0, 200)}`);
 }
 
-export function probeArguments(timeoutSeconds: number): [{ timeout: number }] {
-  return [{ timeout: timeoutSeconds }];
+export function probeArguments(timeoutSeconds: number, rest = false): [{ timeout: number; rest?: true }] {
+  return [rest ? { timeout: timeoutSeconds, rest: true } : { timeout: timeoutSeconds }];
+}
+
+/**
+ * When the probe's time limit ran out: what to tell the user, and the limit "Run the Rest"
+ * uses (the same, or twice it when an experiment was cut short: it needed more).
+ */
+export function restOffer(unfinished: readonly string[], timeoutSeconds: number): { message: string; timeout: number } | undefined {
+  if (unfinished.length === 0) {
+    return undefined;
+  }
+  const n = unfinished.length;
+  const names = unfinished.slice(0, 3).join(', ') + (n > 3 ? `, +${n - 3}` : '');
+  return {
+    message: `TorchTrap: the probe's ${timeoutSeconds} s limit ran out: ${n} ${n === 1 ? 'experiment' : 'experiments'} left (${names}). Run the rest?`,
+    timeout: timeoutSeconds * 2,
+  };
 }
 
 export interface RuleSummary {
