@@ -382,6 +382,13 @@ const CLOSED_FILE = 'tt106_main_guard.py';
 const UNSAFE_FILE = 'unsafe_review.py';
 const UNSAFE_TEXT = 'import torch\n\n\ndef masked_log_probs(logits, scores, mask):\n    scores.masked_fill(mask, 0)\n    return torch.log(torch.softmax(logits, dim=-1))\n';
 
+// Issue 35's walkthrough: an evaluation function (model.eval(), no backward): TT201 names the
+// metric, not a gradient.
+const EVAL_FILE = 'eval_metric.py';
+const EVAL_TEXT =
+  'import torch\n\n\ndef validate(model, x, y):\n    model.eval()\n    probs = torch.softmax(model(x), dim=-1)\n' +
+  '    nll = -torch.log(probs).gather(1, y[:, None]).mean()\n    return nll.item()\n';
+
 /** A notebook with a markdown cell and three code cells: two safe TT201 fixes, one TT202. */
 function notebookText() {
   const code = (/** @type {string[]} */ lines) => ({
@@ -537,6 +544,7 @@ async function main() {
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookText());
   fs.writeFileSync(path.join(ws, MAGICS), magicsNotebookText());
   fs.writeFileSync(path.join(ws, UNSAFE_FILE), UNSAFE_TEXT);
+  fs.writeFileSync(path.join(ws, EVAL_FILE), EVAL_TEXT);
   // The torch venv as the workspace's own .venv: "Select Interpreter" finds it the usual way.
   fs.symlinkSync(path.dirname(path.dirname(python)), path.join(ws, '.venv'));
   fs.mkdirSync(path.join(udd, 'User'), { recursive: true });
@@ -589,7 +597,7 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = [...Object.values(EXAMPLES), FIX_ALL_FILE, CLOSED_FILE, UNSAFE_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), FIX_ALL_FILE, CLOSED_FILE, UNSAFE_FILE, EVAL_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
@@ -624,8 +632,8 @@ async function main() {
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
   const ALL_TESTS = ['diagnostics', 'run-file', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe',
-    'probe-interpreter', 'restart', 'settings-live', 'workspace-diagnostics', 'unsafe-fix-review', 'settings-ui', 'multi-root',
-    'untrusted'];
+    'probe-interpreter', 'restart', 'settings-live', 'workspace-diagnostics', 'unsafe-fix-review', 'editor-round-3', 'settings-ui',
+    'multi-root', 'untrusted'];
   // E2E_ONLY=a,b runs those flows only (while developing one; the full run is the test).
   const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((t) => t.trim()).filter(Boolean);
   const TESTS = ONLY.length ? ALL_TESTS.filter((t) => ONLY.includes(t)) : ALL_TESTS;
@@ -1098,7 +1106,7 @@ async function main() {
       await vs.runCommand('TorchTrap: Probe This Machine');
       const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'probing this machine' }).first();
       await toast.waitFor({ timeout: 15_000 });
-      const progress = await vs.toast(/probing this machine.*\(\d+\/\d+\)/, 60_000);
+      const progress = await vs.toast(/probing this machine.*\d+\/\d+/, 60_000);
       if ((progress.match(/probing this machine/g) ?? []).length !== 1) {
         throw new Error(`the progress repeats itself: "${progress}"`);
       }
@@ -1364,6 +1372,84 @@ async function main() {
       await vs.clearToasts();
       await vs.runCommand('TorchTrap: Review Unsafe Fixes');
       await vs.toast(/no unsafe fixes left/);
+    });
+
+    await test('editor-round-3', async () => {
+      // Issue 35: the message in an evaluation, keystroke to squiggle, the interpreter picker
+      // (Python and torch per row), the extension's page (icon, images), and the probe's
+      // "Run the Rest" when its limit runs out. Screenshots in $E2E_ARTIFACTS/r3-*.png.
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openFile(EVAL_FILE);
+      await vs.openProblems();
+      const evalRow = await waitFor(
+        async () => (await rowsFor(EVAL_FILE)).find((r) => r.code === 'TT201'),
+        60_000,
+        `TT201 in ${EVAL_FILE}`,
+      );
+      if (!/in the metric or score/.test(evalRow.text) || /gradient/.test(evalRow.text)) {
+        throw new Error(`TT201 in an evaluation speaks of a gradient: ${evalRow.text}`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-eval-message.png') });
+      // Keystroke to squiggle: a new TT227 line typed at the end of validate().
+      await vs.goTo(7, 1);
+      await page.keyboard.press('End');
+      await page.keyboard.press('Enter'); // auto-indented into validate()
+      await page.keyboard.type('torch.no_grad()');
+      const typed = Date.now();
+      await waitFor(async () => (await rowsFor(EVAL_FILE)).some((r) => r.code === 'TT227'), 30_000, 'TT227 after typing');
+      log(`keystroke to squiggle (TT227 in the Problems panel): ${Date.now() - typed} ms`);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-typed.png') });
+      await page.keyboard.press('Control+Shift+K'); // delete the typed line again
+      await saveUntil(path.join(ws, EVAL_FILE), (t) => t === EVAL_TEXT, () => `${EVAL_FILE} back to its text: ${fs.readFileSync(path.join(ws, EVAL_FILE), 'utf8')}`);
+
+      // The picker: each row says its Python and whether torch is there.
+      await vs.runCommand('TorchTrap: Select Interpreter');
+      const venvRow = page.locator('.quick-input-list .monaco-list-row', { hasText: '.venv' }).first();
+      await venvRow.waitFor({ timeout: 30_000 });
+      const rows = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+      log(`Select Interpreter lists: ${rows.join(' | ')}`);
+      if (!rows.some((r) => r.includes('.venv') && /Python 3\.\d+\.\d+ · torch \d/.test(r))) {
+        throw new Error(`the workspace .venv row does not say its Python and torch: ${rows.join(' | ')}`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-interpreter-picker.png') });
+      await page.keyboard.press('Escape');
+
+      // The extension's page: icon and README images from the package.
+      await vs.focusWorkbench();
+      await page.keyboard.press('Control+Shift+X');
+      const search = page.locator('.extensions-viewlet .monaco-editor, .extensions-viewlet input').first();
+      await search.waitFor({ timeout: 15_000 });
+      await search.click();
+      await page.keyboard.type('@installed TorchTrap');
+      const entry = page.locator('.extensions-viewlet .monaco-list-row', { hasText: 'TorchTrap' }).first();
+      await entry.waitFor({ timeout: 15_000 });
+      await entry.click();
+      await page.locator('.extension-editor').first().waitFor({ timeout: 15_000 });
+      await sleep(4000); // the README webview loads its images
+      const icon = await page.locator('.extension-editor .icon').first().getAttribute('src').catch(() => null);
+      log(`extension page icon: ${icon}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-extension-page.png') });
+      await vs.runCommand('View: Close All Editor Groups');
+      await page.keyboard.press('Control+Shift+E');
+
+      // The probe with a limit too short for all of it: progress per experiment, then the offer.
+      const before = fs.readFileSync(settingsFile, 'utf8');
+      await editSettings(JSON.stringify({ ...JSON.parse(before), 'torchtrap.probe.timeout': 12 }, null, 2));
+      try {
+        await vs.openFile(EXAMPLES.tt101);
+        await vs.runCommand('TorchTrap: Probe This Machine');
+        const step = await vs.toast(/probing this machine.*\d+\/\d+/, 60_000);
+        log(`probe progress: "${step}"`);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'r3-probe-progress.png') });
+        const offer = await vs.toast(/limit ran out: \d+ experiments? left/, 120_000);
+        log(`probe: "${offer}"`);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'r3-probe-run-the-rest.png') });
+        const box = page.locator('.notifications-toasts .notification-toast', { hasText: 'limit ran out' }).first();
+        await box.locator('.monaco-button', { hasText: 'Run the Rest' }).first().waitFor({ timeout: 5000 });
+      } finally {
+        await vs.clearToasts();
+        await editSettings(before);
+      }
     });
 
     await test('settings-ui', async () => {
