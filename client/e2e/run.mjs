@@ -1353,17 +1353,21 @@ async function main() {
       await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Apply all' }).first().waitFor({ timeout: 5000 });
       await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-review.png') });
       await item.click();
-      // Issue 35 item 11: nothing is applied before the refactor preview showed the fix's full
-      // title and its diff; Apply there applies it.
-      const preview = page.locator('.bulk-edit-panel, .refactor-preview, [id="workbench.view.bulkEdit"]').first();
+      // Issue 35 item 11: nothing is applied before a modal showed the fix's full title and
+      // the refactor preview its change; Apply there applies it.
+      const dialog = page.locator('.monaco-dialog-box').first();
+      await dialog.waitFor({ timeout: 15_000 });
+      const asked = (await dialog.innerText()).replace(/\s+/g, ' ');
+      if (!/\(unsafe: [^)]+\)/.test(asked) || !/Refactor Preview/.test(asked)) {
+        throw new Error(`the confirmation does not show the fix's full title: ${asked}`);
+      }
+      log(`confirmation: ${asked}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-confirm.png') });
+      await dialog.locator('.monaco-button', { hasText: 'Preview Change' }).first().click();
       const apply = page.locator('.monaco-button', { hasText: /^Apply$/ }).first();
       await apply.waitFor({ timeout: 30_000 });
-      if (fs.readFileSync(full, 'utf8') !== safeOnly) {
+      if (!(await rowsFor(file)).some((r) => r.code === 'TT202')) {
         throw new Error('the unsafe fix was applied before its preview was accepted');
-      }
-      const shown = ((await preview.innerText().catch(() => '')) || (await page.locator('.panel').first().innerText())).replace(/\s+/g, ' ');
-      if (!/\(unsafe: /.test(shown)) {
-        throw new Error(`the refactor preview does not show the fix's full title: ${shown.slice(0, 300)}`);
       }
       await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-preview.png') });
       await apply.click();

@@ -6,7 +6,9 @@ import { WorkDoneProgress } from 'vscode-languageclient/node';
 import { selectInterpreter } from './interpreterPicker';
 import {
   applyFixArguments,
+  unsafeFixConfirmation,
   unsafeFixItem,
+  type UnsafeFix,
   checkWorkspaceMessage,
   fileFindingsSection,
   fixAllMessage,
@@ -299,6 +301,7 @@ async function fixAll(server: TorchTrapServer, uri?: unknown): Promise<void> {
 interface UnsafeItem extends vscode.QuickPickItem {
   all?: boolean;
   args?: unknown[];
+  fix?: UnsafeFix;
 }
 
 /** The fixes Fix All skipped as unsafe: apply one, or all of them. */
@@ -321,7 +324,7 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
         all: true,
       },
       { label: '', kind: vscode.QuickPickItemKind.Separator },
-      ...fixes.map((f) => ({ ...unsafeFixItem(f), args: applyFixArguments(f) })),
+      ...fixes.map((f) => ({ ...unsafeFixItem(f), args: applyFixArguments(f), fix: f })),
     ];
     const pick = await vscode.window.showQuickPick(items, {
       title: 'TorchTrap: unsafe fixes Fix All skipped',
@@ -335,9 +338,13 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
     if (pick.all) {
       const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [{ uri: target.toString(), unsafe: true }]);
       void vscode.window.showInformationMessage(`TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.'));
-    } else if (pick.args) {
-      // The editor shows the full title and the diff first (refactor preview): Discard there
-      // is the user's choice, not a failure.
+    } else if (pick.args && pick.fix) {
+      // First the whole title and why it is unsafe (a modal wraps; a list row is cut off),
+      // then the diff in the refactor preview: Discard there is the user's choice, not a failure.
+      const ask = unsafeFixConfirmation(pick.fix);
+      if ((await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button)) !== ask.button) {
+        return;
+      }
       const result = (await server.executeCommand(SERVER_COMMANDS.applyFix, pick.args)) as { applied?: unknown } | undefined;
       if (result?.applied !== true) {
         void vscode.window.showInformationMessage('TorchTrap: the fix was not applied.');

@@ -288,6 +288,15 @@ export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number
   return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, review: true }];
 }
 
+/** The modal before a reviewed fix: its full title, the finding, then the diff on "Preview". */
+export function unsafeFixConfirmation(f: UnsafeFix): { message: string; detail: string; button: string } {
+  return {
+    message: f.title,
+    detail: `${f.code} on line ${f.line + 1}: ${f.message}\n\nThe change is shown in the Refactor Preview; nothing is applied until you choose Apply there.`,
+    button: 'Preview Change…',
+  };
+}
+
 /**
  * One skipped fix as a quick pick row, with nothing cut off that matters: a row shows one line
  * of each part, so the title is split: what the fix does as the label ("TorchTrap (TT207): "

@@ -12,6 +12,7 @@ import {
   reportPage,
   ruleVerdicts,
   skippedUnsafe,
+  unsafeFixConfirmation,
   unsafeFixItem,
 } from '../../src/report';
 
@@ -90,6 +91,10 @@ describe('unsafe fixes review', () => {
     assert.equal(item.detail, 'Unsafe: code after it may rely on training mode. `model` is run in training mode under `no_grad`');
     // Nothing of the title is lost between the label and the detail.
     assert.ok(title.endsWith(`${item.label} (unsafe: code after it may rely on training mode)`));
+    // Before applying: the whole title in a modal (it wraps), then the diff.
+    const ask = unsafeFixConfirmation(fix!);
+    assert.equal(ask.message, title);
+    assert.match(ask.detail, /^TT207 on line 12: `model` is run in training mode under `no_grad`\n\nThe change is shown in the Refactor Preview/);
     // A title without the unsafe mark stays whole.
     assert.equal(unsafeFixItem({ ...fix!, title: 'TorchTrap (TT207): Do it', message: '' }).label, 'Do it');
   });
