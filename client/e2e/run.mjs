@@ -927,6 +927,7 @@ async function main() {
         throw new Error(`the CLI's notebook findings are not 2 x TT201 + TT202: ${fmt(findings)}`);
       }
       const want = codeCells(cliFixed(python, libs, NOTEBOOK, fs.readFileSync(nbFile, 'utf8')));
+      const opened = Date.now();
       await vs.openFile(NOTEBOOK);
       await page.locator('.view-line', { hasText: 'logits' }).first().waitFor({ timeout: 30_000 });
       await vs.openProblems();
@@ -941,6 +942,7 @@ async function main() {
         90_000,
         () => `${findings.map((f) => `${f.code}@${f.line}:${f.column + 1}`).join(' ')} for ${NOTEBOOK} in the Problems panel (shown: "${rows}")`,
       );
+      log(`notebook: every cell's findings shown ${Date.now() - opened} ms after opening it`);
       // Ctrl+. on the first TT201, reached from its row in the Problems panel.
       const first = tt201[0];
       const row = page.locator('.markers-panel .monaco-list-row', { hasText: `[Ln ${first?.line}, Col ${(first?.column ?? 0) + 1}]` }).filter({ hasText: 'TT201' }).first();
