@@ -2,10 +2,11 @@
 // (`torchtrap.runProbe`, ...), which vscode-languageclient registers by itself.
 
 import * as vscode from 'vscode';
-import { WorkDoneProgress } from 'vscode-languageclient/node';
+import { WorkDoneProgress, type WorkspaceEdit as LspWorkspaceEdit } from 'vscode-languageclient/node';
 import { selectInterpreter } from './interpreterPicker';
 import {
   applyFixArguments,
+  applyTextEdits,
   unsafeFixConfirmation,
   unsafeFixItem,
   type UnsafeFix,
@@ -338,20 +339,63 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
     if (pick.all) {
       const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [{ uri: target.toString(), unsafe: true }]);
       void vscode.window.showInformationMessage(`TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.'));
-    } else if (pick.args && pick.fix) {
-      // First the whole title and why it is unsafe (a modal wraps; a list row is cut off),
-      // then the diff in the refactor preview: Discard there is the user's choice, not a failure.
-      const ask = unsafeFixConfirmation(pick.fix);
-      if ((await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button)) !== ask.button) {
-        return;
-      }
-      const result = (await server.executeCommand(SERVER_COMMANDS.applyFix, pick.args)) as { applied?: unknown } | undefined;
-      if (result?.applied !== true) {
-        void vscode.window.showInformationMessage('TorchTrap: the fix was not applied.');
-      }
+    } else if (pick.fix) {
+      await reviewOneFix(server, pick.fix);
     }
   } catch (err) {
     showError(server, 'Review Unsafe Fixes failed', err);
+  }
+}
+
+/** Fixed texts shown on the right of the review's diff, by URI (`torchtrap-fix:` scheme). */
+const previews = new Map<string, string>();
+export const PREVIEW_SCHEME = 'torchtrap-fix';
+export const previewProvider: vscode.TextDocumentContentProvider = {
+  provideTextDocumentContent: (uri) => previews.get(uri.toString()) ?? '',
+};
+
+/**
+ * One unsafe fix, reviewed: the diff of the file with the fix (not applied yet), then a modal
+ * with its full title, the finding and the line (a modal wraps; a list row is cut off); only
+ * "Apply" applies it.
+ */
+async function reviewOneFix(server: TorchTrapServer, fix: UnsafeFix): Promise<void> {
+  const [args] = applyFixArguments(fix);
+  const shown = (await server.executeCommand(SERVER_COMMANDS.applyFix, [{ ...args, preview: true }])) as { edit?: unknown } | undefined;
+  const client = await server.runningClient();
+  const edit = await client.protocol2CodeConverter.asWorkspaceEdit(shown?.edit as LspWorkspaceEdit);
+  const entries = edit?.entries() ?? [];
+  const first = entries[0];
+  if (!edit || !first) {
+    void vscode.window.showWarningMessage('TorchTrap: that fix is no longer current; run Review Unsafe Fixes again.');
+    return;
+  }
+  const [uri, edits] = first;
+  const doc = await vscode.workspace.openTextDocument(uri);
+  const fixed = applyTextEdits(
+    doc.getText(),
+    edits.map((e) => ({ start: doc.offsetAt(e.range.start), end: doc.offsetAt(e.range.end), newText: e.newText })),
+  );
+  const right = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: uri.path, query: `v${Date.now()}` });
+  previews.set(right.toString(), fixed);
+  const ask = unsafeFixConfirmation(fix);
+  try {
+    await vscode.commands.executeCommand('vscode.diff', uri, right, `${baseName(uri)} ↔ with the fix (${fix.code}, not applied)`, { preview: true });
+    const choice = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
+    if (choice !== ask.button) {
+      return;
+    }
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showWarningMessage('TorchTrap: the editor did not apply the fix.');
+    }
+  } finally {
+    previews.delete(right.toString());
+    const diffTab = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === right.toString());
+    if (diffTab) {
+      await vscode.window.tabGroups.close(diffTab);
+    }
   }
 }
 
@@ -381,6 +425,7 @@ export function registerCommands(context: vscode.ExtensionContext, server: Torch
     vscode.commands.registerCommand(COMMANDS.runFile, (uri?: unknown) => runFileWithChecks(server, uri)),
     vscode.commands.registerCommand(COMMANDS.showRunReport, (uri?: unknown) => showRunReport(server, uri)),
     vscode.commands.registerCommand(COMMANDS.reviewUnsafeFixes, (uri?: unknown) => reviewUnsafeFixes(server, uri)),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previewProvider),
     vscode.commands.registerCommand(COMMANDS.checkWorkspace, () => checkWorkspace(server)),
     vscode.commands.registerCommand(COMMANDS.selectInterpreter, (options?: { probe?: unknown }) =>
       selectInterpreterAndProbe(server, storage, options?.probe === true),

@@ -288,13 +288,22 @@ export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number
   return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, review: true }];
 }
 
-/** The modal before a reviewed fix: its full title, the finding, then the diff on "Preview". */
+/** The modal beside a reviewed fix's diff: its full title, the finding, and Apply. */
 export function unsafeFixConfirmation(f: UnsafeFix): { message: string; detail: string; button: string } {
   return {
     message: f.title,
-    detail: `${f.code} on line ${f.line + 1}: ${f.message}\n\nThe change is shown in the Refactor Preview; nothing is applied until you choose Apply there.`,
-    button: 'Preview Change…',
+    detail: `${f.code} on line ${f.line + 1}: ${f.message}\n\nThe diff beside shows the change; nothing is applied until you choose Apply.`,
+    button: 'Apply',
   };
+}
+
+/** `text` with non-overlapping edits (offsets into `text`) applied. */
+export function applyTextEdits(text: string, edits: readonly { start: number; end: number; newText: string }[]): string {
+  let out = text;
+  for (const e of [...edits].sort((a, b) => b.start - a.start || b.end - a.end)) {
+    out = out.slice(0, e.start) + e.newText + out.slice(e.end);
+  }
+  return out;
 }
 
 /**

@@ -62,6 +62,14 @@ async def test_a_reviewed_fix_needs_confirmation_with_its_full_title(root: Path)
         # Without review (the quick fix, Fix All), nothing asks.
         await h.command("torchtrap.applyFix", args)
         assert not h.applied_edits[-1].change_annotations
+        # preview: the edit comes back unapplied, for the client to show as a diff first.
+        sent = len(h.applied_edits)
+        shown = await h.command("torchtrap.applyFix", {**args, "preview": True})
+        assert len(h.applied_edits) == sent and shown["applied"] is False
+        assert shown["title"] == item["title"]
+        (doc_edit,) = shown["edit"]["documentChanges"]
+        assert doc_edit["textDocument"]["uri"] == uri
+        assert [e["newText"] for e in doc_edit["edits"]] == ["_"]
 
 
 async def test_fix_all_with_unsafe_applies_everything(root: Path) -> None:

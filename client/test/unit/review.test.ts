@@ -12,6 +12,7 @@ import {
   reportPage,
   ruleVerdicts,
   skippedUnsafe,
+  applyTextEdits,
   unsafeFixConfirmation,
   unsafeFixItem,
 } from '../../src/report';
@@ -94,7 +95,16 @@ describe('unsafe fixes review', () => {
     // Before applying: the whole title in a modal (it wraps), then the diff.
     const ask = unsafeFixConfirmation(fix!);
     assert.equal(ask.message, title);
-    assert.match(ask.detail, /^TT207 on line 12: `model` is run in training mode under `no_grad`\n\nThe change is shown in the Refactor Preview/);
+    assert.match(ask.detail, /^TT207 on line 12: `model` is run in training mode under `no_grad`\n\nThe diff beside shows the change/);
+    assert.equal(ask.button, 'Apply');
+    // The diff's right side: the text with the fix's edits, applied back to front.
+    assert.equal(
+      applyTextEdits('a.masked_fill(m, 0)\nb = 1\n', [
+        { start: 13, end: 13, newText: '_' },
+        { start: 20, end: 21, newText: 'c' },
+      ]),
+      'a.masked_fill_(m, 0)\nc = 1\n',
+    );
     // A title without the unsafe mark stays whole.
     assert.equal(unsafeFixItem({ ...fix!, title: 'TorchTrap (TT207): Do it', message: '' }).label, 'Do it');
   });

@@ -372,10 +372,13 @@ def _fix_arguments(args: tuple[Any, ...]) -> tuple[str, int | None, str, int, in
 async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     """``[uri, version, code, line, fixIndex]`` (line 0-based, as in LSP;
     version may be null) or one object with those keys (``fix`` for the index)
-    and ``review: true``: the edit then needs the user's confirmation (the
-    fix's full title and a diff first, where the editor supports change
-    annotations), as "Review Unsafe Fixes" asks."""
-    review = len(args) == 1 and isinstance(args[0], Mapping) and args[0].get("review") is True
+    and ``preview: true`` -> ``{applied: false, edit, title}``: the edit, not
+    applied, for the client to show as a diff first ("Review Unsafe Fixes");
+    or ``review: true``: the edit is applied marked as needing confirmation
+    (an editor with change annotations asks before applying it)."""
+    options = args[0] if len(args) == 1 and isinstance(args[0], Mapping) else {}
+    review = options.get("review") is True
+    preview = options.get("preview") is True
     uri, version, code, line, fix_index = _fix_arguments(args)
     key = ls.unit_key(uri)
     result = await ls.current_result(key) if key else None
@@ -401,6 +404,8 @@ async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     if edit is None:
         raise failed("this fix spans notebook cells and cannot be applied")
     title = actions.fix_title(finding, finding.fixes[fix_index])
+    if preview:
+        return {"applied": False, "edit": edit, "title": title}
     if review and ls.change_annotations:
         edit = actions.for_review(edit, title, finding.message)
     applied = await _apply(ls, edit, title)
