@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from torchtrap.probe.catalog import Experiment
-from torchtrap.probe.process import run_script
 from torchtrap.probe.markdown import render_markdown
+from torchtrap.probe.process import run_script
 from torchtrap.probe.report import Interpreter
 from torchtrap.probe.runner import run_experiments
 
@@ -188,7 +188,9 @@ def test_each_result_is_reported_as_it_ends(make_experiment, this_python: Interp
     assert calls == [("one", "confirmed", 1, 2), ("two", "confirmed", 2, 2)]
 
 
-def test_the_rest_after_the_limit_runs_and_merges(make_experiment, this_python: Interpreter) -> None:
+def test_the_rest_after_the_limit_runs_and_merges(
+    make_experiment, this_python: Interpreter
+) -> None:
     """Issue 35 item 5: what the overall limit stopped or never started is
     listed (the experiment's own limit is not the probe's: not listed), and
     running those again fills the first report in."""
