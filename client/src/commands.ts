@@ -301,7 +301,6 @@ async function fixAll(server: TorchTrapServer, uri?: unknown): Promise<void> {
 
 interface UnsafeItem extends vscode.QuickPickItem {
   all?: boolean;
-  args?: unknown[];
   fix?: UnsafeFix;
 }
 
@@ -325,7 +324,7 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
         all: true,
       },
       { label: '', kind: vscode.QuickPickItemKind.Separator },
-      ...fixes.map((f) => ({ ...unsafeFixItem(f), args: applyFixArguments(f), fix: f })),
+      ...fixes.map((f) => ({ ...unsafeFixItem(f), fix: f })),
     ];
     const pick = await vscode.window.showQuickPick(items, {
       title: 'TorchTrap: unsafe fixes Fix All skipped',
@@ -360,8 +359,7 @@ export const previewProvider: vscode.TextDocumentContentProvider = {
  * "Apply" applies it.
  */
 async function reviewOneFix(server: TorchTrapServer, fix: UnsafeFix): Promise<void> {
-  const [args] = applyFixArguments(fix);
-  const shown = (await server.executeCommand(SERVER_COMMANDS.applyFix, [{ ...args, preview: true }])) as { edit?: unknown } | undefined;
+  const shown = (await server.executeCommand(SERVER_COMMANDS.applyFix, applyFixArguments(fix))) as { edit?: unknown } | undefined;
   const client = await server.runningClient();
   const edit = await client.protocol2CodeConverter.asWorkspaceEdit(shown?.edit as LspWorkspaceEdit);
   const entries = edit?.entries() ?? [];

@@ -280,12 +280,11 @@ export function parseUnsafeFixes(value: unknown): UnsafeFix[] {
 }
 
 /**
- * The `torchtrap.applyFix` arguments of one skipped fix: `review` asks the server to mark the
- * edit as needing confirmation, so the editor shows the fix's full title and a diff (VS Code's
- * refactor preview) and applies nothing until the user accepts.
+ * The `torchtrap.applyFix` arguments of one skipped fix, asking for its edit unapplied
+ * (`preview`): the review shows it as a diff, and applies it only on the user's Apply.
  */
-export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number | null; code: string; line: number; fix: number; review: true }] {
-  return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, review: true }];
+export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number | null; code: string; line: number; fix: number; preview: true }] {
+  return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, preview: true }];
 }
 
 /** The modal beside a reviewed fix's diff: its full title, the finding, and Apply. */

@@ -76,8 +76,8 @@ describe('unsafe fixes review', () => {
       null,
     ]);
     assert.equal(fixes.length, 1);
-    // review: the server marks the edit as needing confirmation (title and diff first).
-    assert.deepEqual(applyFixArguments(fixes[0]!), [{ uri: 'file:///a.py', version: 3, code: 'TT202', line: 4, fix: 0, review: true }]);
+    // preview: the edit comes back unapplied, shown as a diff before the user's Apply.
+    assert.deepEqual(applyFixArguments(fixes[0]!), [{ uri: 'file:///a.py', version: 3, code: 'TT202', line: 4, fix: 0, preview: true }]);
     assert.throws(() => parseUnsafeFixes({}), /unexpected/);
   });
   it('shows each fix whole: what it does as the label, why it is unsafe as the detail (issue 35 item 11)', () => {
