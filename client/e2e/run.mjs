@@ -1433,6 +1433,14 @@ async function main() {
       const icon = await page.locator('.extension-editor .icon').first().getAttribute('src').catch(() => null);
       log(`extension page icon: ${icon}`);
       await page.screenshot({ path: path.join(ARTIFACTS, 'r3-extension-page.png') });
+      // Down the README to its images (rendered from the package).
+      await page.mouse.move(700, 420);
+      for (let i = 0; i < 12; i++) {
+        await page.mouse.wheel(0, 600);
+        await sleep(150);
+      }
+      await sleep(1500);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-extension-readme.png') });
       await vs.runCommand('View: Close All Editor Groups');
       await page.keyboard.press('Control+Shift+E');
 
