@@ -24,5 +24,5 @@ OUT=${VSIX_OUT:-torchtrap-$TARGET-$VERSION.vsix}
 node client/esbuild.mjs --production
 bash scripts/client-bundle-server.sh "$TARGET"
 npx --no-install vsce package --target "$TARGET" --no-dependencies --no-rewrite-relative-links \
-    --allow-missing-repository --skip-license --out "$OUT"
+    --allow-missing-repository --out "$OUT"
 echo "[package] $OUT: $(du -h "$OUT" | cut -f1)"

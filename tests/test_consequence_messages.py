@@ -8,7 +8,7 @@ import textwrap
 
 from torchtrap.config import Config
 from torchtrap.engine import lint
-from torchtrap.findings import Finding
+from torchtrap.findings import Finding, Severity
 from torchtrap.rules import RULES_BY_CODE
 
 
@@ -116,3 +116,54 @@ def test_tt201_and_tt213_in_a_no_grad_evaluation_name_the_metric_not_a_gradient(
         assert "gradient" not in tt201.message
         tt213 = _one("TT213", source)
         assert tt213.message.endswith("it normalises twice and the loss value is off")
+
+
+def test_tt201_and_tt213_after_model_eval_without_backward_name_the_metric() -> None:
+    # Issue 35 item 3: an evaluation function (model.eval(), no backward) trains nothing.
+    source = (
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "def validate(model, x, y):\n"
+        "    model.eval()\n"
+        "    probs = torch.softmax(model(x), -1)\n"
+        "    nll = -torch.log(probs).gather(1, y[:, None]).mean()\n"
+        "    ce = F.cross_entropy(torch.softmax(model(x), -1), y)\n"
+        "    return nll.item(), ce.item()\n"
+    )
+    assert _one("TT201", source).message.endswith(
+        ": -inf in the metric or score when a probability underflows"
+    )
+    assert _one("TT213", source).message.endswith("the loss value is off")
+    # A backward in the same function: it trains, the gradient is what breaks.
+    trains = source.replace("    return", "    (nll + ce).backward()\n    return")
+    assert "-inf and a NaN gradient" in _one("TT201", trains).message
+    assert _one("TT213", trains).message.endswith("training stalls")
+
+
+def test_tt227_inside_no_grad_says_what_holds_there() -> None:
+    # Issue 35 item 3: nothing is recorded under no_grad, so "gradients are still
+    # recorded" is false there.
+    redundant = _one(
+        "TT227",
+        """
+        import torch
+
+        @torch.no_grad()
+        def predict(model, x):
+            torch.no_grad()
+            return model(x)
+        """,
+    )
+    assert redundant.message.endswith("harmless here, grad mode is already off")
+    assert redundant.severity is Severity.HINT
+    outside = _one(
+        "TT227",
+        """
+        import torch
+
+        def predict(model, x):
+            torch.no_grad()
+            return model(x)
+        """,
+    )
+    assert outside.message.endswith("gradients are still recorded")
+    assert outside.severity is Severity.ERROR

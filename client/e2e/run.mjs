@@ -9,9 +9,9 @@
 // torchtrap.interpreter set to a Python that has torch but NO torchtrap (so only the bundled
 // server can lint), and checks, each flow as a user does it:
 //   diagnostics     TT101 and TT201 in the Problems panel on the lines the CLI reports;
-//   run-file        "TorchTrap: Run File with Checks" on the stored-RNG example: the run's own
-//                   diagnostic (source torchtrap-run) appears on the RNG line the CLI reports, the
-//                   static TT101 there says "confirmed when run", the script's output is in the
+//   run-file        "TorchTrap: Run File with Checks" on the stored-RNG example: the
+//                   run's TT101 is folded into the static TT101 on the RNG line the CLI reports (one
+//                   row, saying "confirmed when run"), the script's output is in the
 //                   "TorchTrap Run" channel; an edit clears the run's diagnostic;
 //   quickfix        Ctrl+. on a TT202 line applies the fix: the file becomes the expected text;
 //   fix-all         "TorchTrap: Fix All" from the palette gives the CLI's `--fix` text and says
@@ -33,7 +33,8 @@
 //   workspace-diagnostics a never-opened file's TT106: absent in openFilesOnly, listed by
 //                   Check Workspace (with counts) and in diagnosticMode "workspace", following the
 //                   file on disk, gone again in openFilesOnly; no .torchtrap_cache/ in the folder;
-//   unsafe-fix-review Fix All says "1 unsafe fix skipped", Review Unsafe Fixes… applies it: the
+//   unsafe-fix-review Fix All says "1 unsafe fix skipped", Review Unsafe Fixes… lists it; picked,
+//                   its diff opens and a modal shows its full title, Apply applies it: the
 //                   CLI's --fix --unsafe-fixes text;
 //   settings-ui     torchtrap.severity edited in the Settings UI (key and value dropdowns):
 //                   settings.json gets {"TT201": "error"} and TT201 shows as an error;
@@ -381,6 +382,13 @@ const CLOSED_FILE = 'tt106_main_guard.py';
 const UNSAFE_FILE = 'unsafe_review.py';
 const UNSAFE_TEXT = 'import torch\n\n\ndef masked_log_probs(logits, scores, mask):\n    scores.masked_fill(mask, 0)\n    return torch.log(torch.softmax(logits, dim=-1))\n';
 
+// Issue 35's walkthrough: an evaluation function (model.eval(), no backward): TT201 names the
+// metric, not a gradient.
+const EVAL_FILE = 'eval_metric.py';
+const EVAL_TEXT =
+  'import torch\n\n\ndef validate(model, x, y):\n    model.eval()\n    probs = torch.softmax(model(x), dim=-1)\n' +
+  '    nll = -torch.log(probs).gather(1, y[:, None]).mean()\n    return nll.item()\n';
+
 /** A notebook with a markdown cell and three code cells: two safe TT201 fixes, one TT202. */
 function notebookText() {
   const code = (/** @type {string[]} */ lines) => ({
@@ -536,6 +544,7 @@ async function main() {
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookText());
   fs.writeFileSync(path.join(ws, MAGICS), magicsNotebookText());
   fs.writeFileSync(path.join(ws, UNSAFE_FILE), UNSAFE_TEXT);
+  fs.writeFileSync(path.join(ws, EVAL_FILE), EVAL_TEXT);
   // The torch venv as the workspace's own .venv: "Select Interpreter" finds it the usual way.
   fs.symlinkSync(path.dirname(path.dirname(python)), path.join(ws, '.venv'));
   fs.mkdirSync(path.join(udd, 'User'), { recursive: true });
@@ -588,7 +597,7 @@ async function main() {
   if (!fs.existsSync(libs)) {
     throw new Error(`the installed extension has no bundled/libs (${libs})`);
   }
-  const wsFiles = [...Object.values(EXAMPLES), FIX_ALL_FILE, CLOSED_FILE, UNSAFE_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
+  const wsFiles = [...Object.values(EXAMPLES), FIX_ALL_FILE, CLOSED_FILE, UNSAFE_FILE, EVAL_FILE, NOTEBOOK, MAGICS].map((n) => path.join(ws, n));
   const expected = cliFindings(python, libs, wsFiles);
   log(`CLI findings: ${Object.entries(expected).map(([f, fs_]) => `${f}: ${fs_.map((x) => `${x.code}@${x.line}`).join(' ')}`).join('; ')}`);
 
@@ -623,8 +632,8 @@ async function main() {
   /** @type {{name: string, ok: boolean, error?: string, ms: number}[]} */
   const results = [];
   const ALL_TESTS = ['diagnostics', 'run-file', 'quickfix', 'fix-all', 'notebook', 'notebook-magics', 'status-explain', 'probe',
-    'probe-interpreter', 'restart', 'settings-live', 'workspace-diagnostics', 'unsafe-fix-review', 'settings-ui', 'multi-root',
-    'untrusted'];
+    'probe-interpreter', 'restart', 'settings-live', 'workspace-diagnostics', 'unsafe-fix-review', 'editor-round-3', 'settings-ui',
+    'multi-root', 'untrusted'];
   // E2E_ONLY=a,b runs those flows only (while developing one; the full run is the test).
   const ONLY = (process.env.E2E_ONLY ?? '').split(',').map((t) => t.trim()).filter(Boolean);
   const TESTS = ONLY.length ? ALL_TESTS.filter((t) => ONLY.includes(t)) : ALL_TESTS;
@@ -815,23 +824,23 @@ async function main() {
       // The output channel took the panel: back to Problems.
       await page.keyboard.press('Control+Shift+M');
       await vs.openProblems();
+      // One row for the problem (issue 35 item 7): the static TT101 says "confirmed when run";
+      // the run's own TT101 is folded into it, not a second row.
       let seen = '';
       await waitFor(
         async () => {
           await vs.openProblems();
-          const rows = await runRows();
+          const rows = (await rowsFor(file)).filter((r) => r.code === 'TT101' && r.line === rngLine);
           seen = rows.map((r) => `${r.code}@${r.line}: ${r.text.slice(0, 160)}`).join(' | ');
-          return rows.some((r) => r.code === 'TT101' && r.line === rngLine && /seen when run/.test(r.text));
+          return rows.length === 1 && /confirmed when run/.test(rows[0].text);
         },
         60_000,
-        () => `the run's TT101 on line ${rngLine} (run rows: ${seen || 'none'})`,
+        () => `one TT101 row on line ${rngLine} saying "confirmed when run" (rows: ${seen || 'none'})`,
         500,
       );
       log(`run diagnostic: ${seen}`);
-      const rows = await rowsFor(file);
-      const confirmed = rows.find((r) => r.code === 'TT101' && r.line === rngLine && !/torchtrap-run/.test(r.text));
-      if (!confirmed || !/confirmed when run/.test(confirmed.text)) {
-        throw new Error(`the static TT101 does not say "confirmed when run": ${JSON.stringify(rows)}`);
+      if ((await runRows()).some((r) => r.code === 'TT101')) {
+        throw new Error(`the run's TT101 is shown twice: ${JSON.stringify(await rowsFor(file))}`);
       }
       // An edit: what the run saw no longer applies.
       await vs.goTo(1, 1);
@@ -840,7 +849,8 @@ async function main() {
       await waitFor(
         async () => {
           await vs.openProblems();
-          return (await runRows()).length === 0 && (await rowsFor(file)).some((r) => r.code === 'TT101');
+          const rows = await rowsFor(file);
+          return (await runRows()).length === 0 && rows.some((r) => r.code === 'TT101') && !rows.some((r) => /confirmed when run/.test(r.text));
         },
         30_000,
         'the run diagnostics to clear after an edit (the static TT101 staying)',
@@ -917,6 +927,7 @@ async function main() {
         throw new Error(`the CLI's notebook findings are not 2 x TT201 + TT202: ${fmt(findings)}`);
       }
       const want = codeCells(cliFixed(python, libs, NOTEBOOK, fs.readFileSync(nbFile, 'utf8')));
+      const opened = Date.now();
       await vs.openFile(NOTEBOOK);
       await page.locator('.view-line', { hasText: 'logits' }).first().waitFor({ timeout: 30_000 });
       await vs.openProblems();
@@ -931,6 +942,7 @@ async function main() {
         90_000,
         () => `${findings.map((f) => `${f.code}@${f.line}:${f.column + 1}`).join(' ')} for ${NOTEBOOK} in the Problems panel (shown: "${rows}")`,
       );
+      log(`notebook: every cell's findings shown ${Date.now() - opened} ms after opening it`);
       // Ctrl+. on the first TT201, reached from its row in the Problems panel.
       const first = tt201[0];
       const row = page.locator('.markers-panel .monaco-list-row', { hasText: `[Ln ${first?.line}, Col ${(first?.column ?? 0) + 1}]` }).filter({ hasText: 'TT201' }).first();
@@ -1096,7 +1108,7 @@ async function main() {
       await vs.runCommand('TorchTrap: Probe This Machine');
       const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'probing this machine' }).first();
       await toast.waitFor({ timeout: 15_000 });
-      const progress = await vs.toast(/probing this machine.*\(\d+\/\d+\)/, 60_000);
+      const progress = await vs.toast(/probing this machine.*\d+\/\d+/, 60_000);
       if ((progress.match(/probing this machine/g) ?? []).length !== 1) {
         throw new Error(`the progress repeats itself: "${progress}"`);
       }
@@ -1343,11 +1355,113 @@ async function main() {
       await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Apply all' }).first().waitFor({ timeout: 5000 });
       await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-review.png') });
       await item.click();
+      // Issue 35 item 11: nothing is applied before the diff of the fix is open beside the
+      // file and a modal showed its full title; Apply there applies it.
+      const dialog = page.locator('.monaco-dialog-box').first();
+      await dialog.waitFor({ timeout: 15_000 });
+      const asked = (await dialog.innerText()).replace(/\s+/g, ' ');
+      if (!/\(unsafe: [^)]+\)/.test(asked)) {
+        throw new Error(`the confirmation does not show the fix's full title: ${asked}`);
+      }
+      log(`confirmation: ${asked}`);
+      await page.locator('.tabs-container .tab', { hasText: 'with the fix' }).first().waitFor({ timeout: 10_000 });
+      if (!(await rowsFor(file)).some((r) => r.code === 'TT202')) {
+        throw new Error('the unsafe fix was applied before it was confirmed');
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'unsafe-fix-preview.png') });
+      await dialog.locator('.monaco-button', { hasText: /^Apply$/ }).first().click();
+      await vs.openFile(file);
       await saveUntil(full, (t) => t === want, () => `the CLI's --fix --unsafe-fixes text; expected:\n${want}\n--- got:\n${fs.readFileSync(full, 'utf8')}`);
       await waitFor(async () => !(await rowsFor(file)).some((r) => r.code === 'TT202'), 30_000, `TT202 gone from ${file}`);
       await vs.clearToasts();
       await vs.runCommand('TorchTrap: Review Unsafe Fixes');
       await vs.toast(/no unsafe fixes left/);
+    });
+
+    await test('editor-round-3', async () => {
+      // Issue 35: the message in an evaluation, keystroke to squiggle, the interpreter picker
+      // (Python and torch per row), the extension's page (icon, images), and the probe's
+      // "Run the Rest" when its limit runs out. Screenshots in $E2E_ARTIFACTS/r3-*.png.
+      await vs.runCommand('View: Close All Editor Groups');
+      await vs.openFile(EVAL_FILE);
+      await vs.openProblems();
+      const evalRow = await waitFor(
+        async () => (await rowsFor(EVAL_FILE)).find((r) => r.code === 'TT201'),
+        60_000,
+        `TT201 in ${EVAL_FILE}`,
+      );
+      if (!/in the metric or score/.test(evalRow.text) || /gradient/.test(evalRow.text)) {
+        throw new Error(`TT201 in an evaluation speaks of a gradient: ${evalRow.text}`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-eval-message.png') });
+      // Keystroke to squiggle: a new TT227 line typed at the end of validate().
+      await vs.goTo(7, 1);
+      await page.keyboard.press('End');
+      await page.keyboard.press('Enter'); // auto-indented into validate()
+      await page.keyboard.type('torch.no_grad()');
+      const typed = Date.now();
+      await waitFor(async () => (await rowsFor(EVAL_FILE)).some((r) => r.code === 'TT227'), 30_000, 'TT227 after typing');
+      log(`keystroke to squiggle (TT227 in the Problems panel): ${Date.now() - typed} ms`);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-typed.png') });
+      await page.keyboard.press('Control+Shift+K'); // delete the typed line again
+      await saveUntil(path.join(ws, EVAL_FILE), (t) => t === EVAL_TEXT, () => `${EVAL_FILE} back to its text: ${fs.readFileSync(path.join(ws, EVAL_FILE), 'utf8')}`);
+
+      // The picker: each row says its Python and whether torch is there.
+      await vs.runCommand('TorchTrap: Select Interpreter');
+      const venvRow = page.locator('.quick-input-list .monaco-list-row', { hasText: '.venv' }).first();
+      await venvRow.waitFor({ timeout: 30_000 });
+      const rows = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+      log(`Select Interpreter lists: ${rows.join(' | ')}`);
+      if (!rows.some((r) => r.includes('.venv') && /Python 3\.\d+\.\d+ · torch \d/.test(r))) {
+        throw new Error(`the workspace .venv row does not say its Python and torch: ${rows.join(' | ')}`);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-interpreter-picker.png') });
+      await page.keyboard.press('Escape');
+
+      // The extension's page: icon and README images from the package.
+      await vs.focusWorkbench();
+      await page.keyboard.press('Control+Shift+X');
+      const search = page.locator('.extensions-viewlet .monaco-editor, .extensions-viewlet input').first();
+      await search.waitFor({ timeout: 15_000 });
+      await search.click();
+      await page.keyboard.type('@installed TorchTrap');
+      const entry = page.locator('.extensions-viewlet .monaco-list-row', { hasText: 'TorchTrap' }).first();
+      await entry.waitFor({ timeout: 15_000 });
+      await entry.click();
+      await page.locator('.extension-editor').first().waitFor({ timeout: 15_000 });
+      await sleep(4000); // the README webview loads its images
+      const icon = await page.locator('.extension-editor .icon').first().getAttribute('src').catch(() => null);
+      log(`extension page icon: ${icon}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-extension-page.png') });
+      // Down the README to its images (rendered from the package).
+      await page.mouse.move(700, 420);
+      for (let i = 0; i < 12; i++) {
+        await page.mouse.wheel(0, 600);
+        await sleep(150);
+      }
+      await sleep(1500);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'r3-extension-readme.png') });
+      await vs.runCommand('View: Close All Editor Groups');
+      await page.keyboard.press('Control+Shift+E');
+
+      // The probe with a limit too short for all of it: progress per experiment, then the offer.
+      const before = fs.readFileSync(settingsFile, 'utf8');
+      await editSettings(JSON.stringify({ ...JSON.parse(before), 'torchtrap.probe.timeout': 40 }, null, 2));
+      try {
+        await vs.openFile(EXAMPLES.tt101);
+        await vs.runCommand('TorchTrap: Probe This Machine');
+        const step = await vs.toast(/probing this machine.*\d+\/\d+/, 60_000);
+        log(`probe progress: "${step}"`);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'r3-probe-progress.png') });
+        const offer = await vs.toast(/limit ran out: \d+ experiments? left/, 120_000);
+        log(`probe: "${offer}"`);
+        await page.screenshot({ path: path.join(ARTIFACTS, 'r3-probe-run-the-rest.png') });
+        const box = page.locator('.notifications-toasts .notification-toast', { hasText: 'limit ran out' }).first();
+        await box.locator('.monaco-button', { hasText: 'Run the Rest' }).first().waitFor({ timeout: 5000 });
+      } finally {
+        await vs.clearToasts();
+        await editSettings(before);
+      }
     });
 
     await test('settings-ui', async () => {

@@ -2,10 +2,14 @@
 // (`torchtrap.runProbe`, ...), which vscode-languageclient registers by itself.
 
 import * as vscode from 'vscode';
-import { WorkDoneProgress } from 'vscode-languageclient/node';
+import { WorkDoneProgress, type WorkspaceEdit as LspWorkspaceEdit } from 'vscode-languageclient/node';
 import { selectInterpreter } from './interpreterPicker';
 import {
   applyFixArguments,
+  applyTextEdits,
+  unsafeFixConfirmation,
+  unsafeFixItem,
+  type UnsafeFix,
   checkWorkspaceMessage,
   fileFindingsSection,
   fixAllMessage,
@@ -15,6 +19,7 @@ import {
   skippedUnsafe,
   orderRules,
   parseProbeResult,
+  restOffer,
   probeFailure,
   parseRuleDoc,
   parseRuleList,
@@ -150,14 +155,18 @@ function baseName(uri: vscode.Uri): string {
   return uri.path.split('/').pop() || uri.path;
 }
 
-async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<void> {
-  const timeout = server.serverSettings().probe.timeout;
+async function runProbe(server: TorchTrapServer, storage: vscode.Uri, rest?: { timeout: number }): Promise<void> {
+  const timeout = rest?.timeout ?? server.serverSettings().probe.timeout;
   const target = probedDocument();
   let cancelled = false;
   let result: unknown;
   try {
     result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'TorchTrap: probing this machine', cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: rest ? 'TorchTrap: probing this machine (the rest)' : 'TorchTrap: probing this machine',
+        cancellable: true,
+      },
       async (progress, token) => {
         const client = await server.runningClient();
         const workDoneToken = `torchtrap-probe-${Date.now()}`;
@@ -174,7 +183,7 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
           });
         });
         try {
-          return await server.executeCommand(SERVER_COMMANDS.runProbe, probeArguments(timeout), token, workDoneToken);
+          return await server.executeCommand(SERVER_COMMANDS.runProbe, probeArguments(timeout, rest !== undefined), token, workDoneToken);
         } catch (err) {
           if (isCancellation(err, token)) {
             cancelled = true;
@@ -205,6 +214,15 @@ async function runProbe(server: TorchTrapServer, storage: vscode.Uri): Promise<v
     const uri = await writeReport(dir, `${PROBE_REPORT_NAME}.md`, markdown);
     server.log.info(`Probe report: ${uri.fsPath}`);
     await showProbeReport(markdown);
+    const offer = restOffer(report.unfinished ?? [], timeout);
+    if (offer) {
+      const again = 'Run the Rest';
+      void vscode.window.showWarningMessage(offer.message, again).then((choice) => {
+        if (choice === again) {
+          void runProbe(server, storage, { timeout: offer.timeout });
+        }
+      });
+    }
   } catch (err) {
     showError(server, 'the probe report', err);
   }
@@ -283,7 +301,7 @@ async function fixAll(server: TorchTrapServer, uri?: unknown): Promise<void> {
 
 interface UnsafeItem extends vscode.QuickPickItem {
   all?: boolean;
-  args?: unknown[];
+  fix?: UnsafeFix;
 }
 
 /** The fixes Fix All skipped as unsafe: apply one, or all of them. */
@@ -306,12 +324,7 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
         all: true,
       },
       { label: '', kind: vscode.QuickPickItemKind.Separator },
-      ...fixes.map((f) => ({
-        label: f.title,
-        description: `line ${f.line + 1}`,
-        detail: f.message,
-        args: applyFixArguments(f),
-      })),
+      ...fixes.map((f) => ({ ...unsafeFixItem(f), fix: f })),
     ];
     const pick = await vscode.window.showQuickPick(items, {
       title: 'TorchTrap: unsafe fixes Fix All skipped',
@@ -325,14 +338,62 @@ async function reviewUnsafeFixes(server: TorchTrapServer, uri?: unknown): Promis
     if (pick.all) {
       const result = await server.executeCommand(SERVER_COMMANDS.fixAll, [{ uri: target.toString(), unsafe: true }]);
       void vscode.window.showInformationMessage(`TorchTrap: ${fixAllMessage(result)}.`.replace(/\.\.$/, '.'));
-    } else if (pick.args) {
-      const result = (await server.executeCommand(SERVER_COMMANDS.applyFix, pick.args)) as { applied?: unknown } | undefined;
-      if (result?.applied !== true) {
-        void vscode.window.showWarningMessage('TorchTrap: the editor did not apply the fix.');
-      }
+    } else if (pick.fix) {
+      await reviewOneFix(server, pick.fix);
     }
   } catch (err) {
     showError(server, 'Review Unsafe Fixes failed', err);
+  }
+}
+
+/** Fixed texts shown on the right of the review's diff, by URI (`torchtrap-fix:` scheme). */
+const previews = new Map<string, string>();
+export const PREVIEW_SCHEME = 'torchtrap-fix';
+export const previewProvider: vscode.TextDocumentContentProvider = {
+  provideTextDocumentContent: (uri) => previews.get(uri.toString()) ?? '',
+};
+
+/**
+ * One unsafe fix, reviewed: the diff of the file with the fix (not applied yet), then a modal
+ * with its full title, the finding and the line (a modal wraps; a list row is cut off); only
+ * "Apply" applies it.
+ */
+async function reviewOneFix(server: TorchTrapServer, fix: UnsafeFix): Promise<void> {
+  const shown = (await server.executeCommand(SERVER_COMMANDS.applyFix, applyFixArguments(fix))) as { edit?: unknown } | undefined;
+  const client = await server.runningClient();
+  const edit = await client.protocol2CodeConverter.asWorkspaceEdit(shown?.edit as LspWorkspaceEdit);
+  const entries = edit?.entries() ?? [];
+  const first = entries[0];
+  if (!edit || !first) {
+    void vscode.window.showWarningMessage('TorchTrap: that fix is no longer current; run Review Unsafe Fixes again.');
+    return;
+  }
+  const [uri, edits] = first;
+  const doc = await vscode.workspace.openTextDocument(uri);
+  const fixed = applyTextEdits(
+    doc.getText(),
+    edits.map((e) => ({ start: doc.offsetAt(e.range.start), end: doc.offsetAt(e.range.end), newText: e.newText })),
+  );
+  const right = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: uri.path, query: `v${Date.now()}` });
+  previews.set(right.toString(), fixed);
+  const ask = unsafeFixConfirmation(fix);
+  try {
+    await vscode.commands.executeCommand('vscode.diff', uri, right, `${baseName(uri)} ↔ with the fix (${fix.code}, not applied)`, { preview: true });
+    const choice = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
+    if (choice !== ask.button) {
+      return;
+    }
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showWarningMessage('TorchTrap: the editor did not apply the fix.');
+    }
+  } finally {
+    previews.delete(right.toString());
+    const diffTab = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === right.toString());
+    if (diffTab) {
+      await vscode.window.tabGroups.close(diffTab);
+    }
   }
 }
 
@@ -362,6 +423,7 @@ export function registerCommands(context: vscode.ExtensionContext, server: Torch
     vscode.commands.registerCommand(COMMANDS.runFile, (uri?: unknown) => runFileWithChecks(server, uri)),
     vscode.commands.registerCommand(COMMANDS.showRunReport, (uri?: unknown) => showRunReport(server, uri)),
     vscode.commands.registerCommand(COMMANDS.reviewUnsafeFixes, (uri?: unknown) => reviewUnsafeFixes(server, uri)),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previewProvider),
     vscode.commands.registerCommand(COMMANDS.checkWorkspace, () => checkWorkspace(server)),
     vscode.commands.registerCommand(COMMANDS.selectInterpreter, (options?: { probe?: unknown }) =>
       selectInterpreterAndProbe(server, storage, options?.probe === true),

@@ -1,11 +1,24 @@
 // "TorchTrap: Select Interpreter…": a quick pick of the interpreters the Python extension
 // knows and those found the usual ways (interpreters.ts), or Browse…; then where to save
 // torchtrap.interpreter (user or workspace). The server restarts on the new interpreter.
+// Each offered interpreter is asked its version and whether torch is installed (one short
+// `python -c`, in parallel): those the server cannot run (Python older than MIN_VERSION)
+// are listed apart, saying why, and refused when picked.
 
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { discoverInterpreters, tildify, type FoundInterpreter } from './interpreters';
+import { MIN_VERSION } from './interpreter';
+import {
+  discoverInterpreters,
+  parseProbe,
+  pickerEntries,
+  PROBE_SCRIPT,
+  tildify,
+  type FoundInterpreter,
+  type ProbeResult,
+} from './interpreters';
 import * as pythonExtension from './pythonExtension';
 
 function isExecutable(file: string): boolean {
@@ -31,6 +44,40 @@ function listDirs(dir: string): string[] {
 interface InterpreterItem extends vscode.QuickPickItem {
   executable?: string;
   browse?: boolean;
+  /** Why the server cannot run on it. */
+  refused?: string;
+}
+
+const PROBE_TIMEOUT_MS = 5_000;
+
+function probe(python: string): Promise<ProbeResult | undefined> {
+  return new Promise((resolve) => {
+    execFile(python, ['-c', PROBE_SCRIPT], { timeout: PROBE_TIMEOUT_MS, windowsHide: true }, (err, stdout) => {
+      resolve(err ? undefined : parseProbe(String(stdout)));
+    });
+  });
+}
+
+async function pickerItems(current: string, home: string): Promise<InterpreterItem[]> {
+  const found = await findInterpreters();
+  const results = await Promise.all(found.map(async (f) => [f.executable, await probe(f.executable)] as const));
+  const entries = pickerEntries(found, new Map(results), current, home, MIN_VERSION);
+  const items: InterpreterItem[] = [];
+  let apart = false;
+  for (const e of entries) {
+    if (!e.usable && !apart) {
+      apart = true;
+      items.push({ label: `Cannot run TorchTrap (needs Python ${MIN_VERSION.join('.')}+)`, kind: vscode.QuickPickItemKind.Separator });
+    }
+    const item: InterpreterItem = { label: e.label, description: e.description, detail: e.detail, executable: e.executable };
+    if (!e.usable) {
+      item.refused = e.reason ?? 'it cannot run the server';
+    }
+    items.push(item);
+  }
+  items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
+  items.push({ label: '$(folder-opened) Browse…', detail: 'Choose a Python executable from the file system', browse: true });
+  return items;
 }
 
 interface TargetItem extends vscode.QuickPickItem {
@@ -58,21 +105,18 @@ export async function findInterpreters(): Promise<FoundInterpreter[]> {
 export async function selectInterpreter(): Promise<string | undefined> {
   const home = os.homedir();
   const current = vscode.workspace.getConfiguration('torchtrap').get<string>('interpreter') ?? '';
-  const found = await findInterpreters();
-  const items: InterpreterItem[] = found.map((f) => ({
-    label: f.name,
-    description: f.source + (f.executable === current ? ' · current' : ''),
-    detail: tildify(f.executable, home),
-    executable: f.executable,
-  }));
-  items.push({ label: '$(folder-opened) Browse…', detail: 'Choose a Python executable from the file system', browse: true });
-  const pick = await vscode.window.showQuickPick(items, {
+  // A promise of items: the picker opens at once, busy while the interpreters are asked.
+  const pick = await vscode.window.showQuickPick(pickerItems(current, home), {
     title: 'TorchTrap: Select Interpreter',
-    placeHolder: 'The Python that runs TorchTrap and the probe (the probe needs torch in it)',
+    placeHolder: `The Python that runs TorchTrap (${MIN_VERSION.join('.')}+); the probe and Run need torch in it`,
     matchOnDescription: true,
     matchOnDetail: true,
   });
   if (!pick) {
+    return undefined;
+  }
+  if (pick.refused !== undefined) {
+    void vscode.window.showErrorMessage(`TorchTrap cannot run on ${tildify(pick.executable ?? '', home)}: ${pick.refused}.`);
     return undefined;
   }
   let exe = pick.executable;

@@ -123,3 +123,111 @@ export function tildify(file: string, homeDir: string): string {
   }
   return file;
 }
+
+// ---------------------------------------------------------------- what each one can do
+
+/**
+ * Run as `<python> -c PROBE_SCRIPT` on each offered interpreter: its version and torch's
+ * (from the installed metadata: torch is never imported, so this stays fast). Written to run
+ * on Python 2.7 too, so that an interpreter too old for the server says so instead of failing.
+ */
+export const PROBE_SCRIPT = [
+  'import json, sys',
+  'torch = None',
+  'try:',
+  '    from importlib.metadata import version',
+  '    torch = version("torch")',
+  'except Exception:',
+  '    try:',
+  '        import importlib.util as u',
+  '        torch = "" if u.find_spec("torch") else None',
+  '    except Exception:',
+  '        torch = None',
+  'print(json.dumps({"version": list(sys.version_info[:3]), "torch": torch}))',
+].join('\n');
+
+export interface ProbeResult {
+  version: [number, number, number];
+  /** torch's version, '' when installed but its version is unknown, null when absent. */
+  torch: string | null;
+}
+
+export function parseProbe(stdout: string): ProbeResult | undefined {
+  for (const line of stdout.split(/\r?\n/).reverse()) {
+    try {
+      const data = JSON.parse(line) as { version?: unknown; torch?: unknown };
+      if (Array.isArray(data.version) && data.version.length >= 2) {
+        const [a, b, c] = data.version as number[];
+        return { version: [Number(a), Number(b), Number(c ?? 0)], torch: typeof data.torch === 'string' ? data.torch : null };
+      }
+    } catch {
+      // not the JSON line
+    }
+  }
+  return undefined;
+}
+
+export interface PickerEntry {
+  executable: string;
+  label: string;
+  description: string;
+  detail: string;
+  /** The server can run on it (Python >= min). */
+  usable: boolean;
+  /** Why not, when it cannot: said when it is picked anyway. */
+  reason?: string;
+}
+
+/**
+ * The picker's rows: interpreters the server can run first (those with torch before those
+ * without, otherwise in discovery order), each saying its Python and whether torch is there
+ * (the probe and `torchtrap run` need it); then those it cannot run (too old, or not runnable),
+ * saying why. `probes` maps an executable to its probe result (undefined: it did not run).
+ */
+export function pickerEntries(
+  found: readonly FoundInterpreter[],
+  probes: ReadonlyMap<string, ProbeResult | undefined>,
+  current: string,
+  homeDir: string,
+  min: readonly [number, number],
+): PickerEntry[] {
+  const need = `${min[0]}.${min[1]}`;
+  const rows = found.map((f, order) => {
+    const probe = probes.get(f.executable);
+    const marks: string[] = [f.source];
+    let usable = false;
+    let reason: string | undefined;
+    let torch = false;
+    if (!probe) {
+      reason = 'it did not run';
+      marks.push('could not run it');
+    } else {
+      const [major, minor] = probe.version;
+      const py = `Python ${probe.version.join('.')}`;
+      usable = major > min[0] || (major === min[0] && minor >= min[1]);
+      if (!usable) {
+        reason = `it is ${py}; TorchTrap needs ${need} or newer`;
+        marks.push(`${py}: too old (needs ${need}+)`);
+      } else {
+        torch = probe.torch !== null;
+        marks.push(py, torch ? `torch ${probe.torch || '(version unknown)'}` : 'no torch (the probe and Run need it)');
+      }
+    }
+    if (f.executable === current) {
+      marks.push('current');
+    }
+    const entry: PickerEntry = {
+      executable: f.executable,
+      label: f.name,
+      description: marks.join(' · '),
+      detail: tildify(f.executable, homeDir),
+      usable,
+    };
+    if (reason !== undefined) {
+      entry.reason = reason;
+    }
+    return { entry, rank: usable ? (torch ? 0 : 1) : 2, order };
+  });
+  rows.sort((a, b) => a.rank - b.rank || a.order - b.order);
+  return rows.map((r) => r.entry);
+}

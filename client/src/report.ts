@@ -3,6 +3,8 @@
 export interface ProbeResult {
   markdown: string;
   json: unknown;
+  /** Experiments the time limit left no time for, or cut short (older servers: absent). */
+  unfinished?: string[];
 }
 
 /** `torchtrap.runProbe` returns `{json, markdown}`; anything else is a server error. */
@@ -10,14 +12,32 @@ export function parseProbeResult(value: unknown): ProbeResult {
   if (value && typeof value === 'object') {
     const v = value as { markdown?: unknown; json?: unknown };
     if (typeof v.markdown === 'string') {
-      return { markdown: v.markdown, json: v.json ?? null };
+      const rest = (value as { unfinished?: unknown }).unfinished;
+      const unfinished = Array.isArray(rest) ? rest.filter((r): r is string => typeof r === 'string') : [];
+      return unfinished.length > 0 ? { markdown: v.markdown, json: v.json ?? null, unfinished } : { markdown: v.markdown, json: v.json ?? null };
     }
   }
   throw new Error(`unexpected torchtrap.runProbe result: ${JSON.stringify(value)?.slice(0, 200)}`);
 }
 
-export function probeArguments(timeoutSeconds: number): [{ timeout: number }] {
-  return [{ timeout: timeoutSeconds }];
+export function probeArguments(timeoutSeconds: number, rest = false): [{ timeout: number; rest?: true }] {
+  return [rest ? { timeout: timeoutSeconds, rest: true } : { timeout: timeoutSeconds }];
+}
+
+/**
+ * When the probe's time limit ran out: what to tell the user, and the limit "Run the Rest"
+ * uses (the same, or twice it when an experiment was cut short: it needed more).
+ */
+export function restOffer(unfinished: readonly string[], timeoutSeconds: number): { message: string; timeout: number } | undefined {
+  if (unfinished.length === 0) {
+    return undefined;
+  }
+  const n = unfinished.length;
+  const names = unfinished.slice(0, 3).join(', ') + (n > 3 ? `, +${n - 3}` : '');
+  return {
+    message: `TorchTrap: the probe's ${timeoutSeconds} s limit ran out: ${n} ${n === 1 ? 'experiment' : 'experiments'} left (${names}). Run the rest?`,
+    timeout: timeoutSeconds * 2,
+  };
 }
 
 export interface RuleSummary {
@@ -259,9 +279,48 @@ export function parseUnsafeFixes(value: unknown): UnsafeFix[] {
     }));
 }
 
-/** The `torchtrap.applyFix` arguments of one skipped fix. */
-export function applyFixArguments(f: UnsafeFix): [string, number | null, string, number, number] {
-  return [f.uri, f.version, f.code, f.line, f.fix];
+/**
+ * The `torchtrap.applyFix` arguments of one skipped fix, asking for its edit unapplied
+ * (`preview`): the review shows it as a diff, and applies it only on the user's Apply.
+ */
+export function applyFixArguments(f: UnsafeFix): [{ uri: string; version: number | null; code: string; line: number; fix: number; preview: true }] {
+  return [{ uri: f.uri, version: f.version, code: f.code, line: f.line, fix: f.fix, preview: true }];
+}
+
+/** The modal beside a reviewed fix's diff: its full title, the finding, and Apply. */
+export function unsafeFixConfirmation(f: UnsafeFix): { message: string; detail: string; button: string } {
+  return {
+    message: f.title,
+    detail: `${f.code} on line ${f.line + 1}: ${f.message}\n\nThe diff beside shows the change; nothing is applied until you choose Apply.`,
+    button: 'Apply',
+  };
+}
+
+/** `text` with non-overlapping edits (offsets into `text`) applied. */
+export function applyTextEdits(text: string, edits: readonly { start: number; end: number; newText: string }[]): string {
+  let out = text;
+  for (const e of [...edits].sort((a, b) => b.start - a.start || b.end - a.end)) {
+    out = out.slice(0, e.start) + e.newText + out.slice(e.end);
+  }
+  return out;
+}
+
+/**
+ * One skipped fix as a quick pick row, with nothing cut off that matters: a row shows one line
+ * of each part, so the title is split: what the fix does as the label ("TorchTrap (TT207): "
+ * dropped: the rule code is in the description), why it is unsafe as the detail, with the
+ * finding's message after it. The full title comes again in the diff before applying.
+ */
+export function unsafeFixItem(f: UnsafeFix): { label: string; description: string; detail: string } {
+  const title = f.title.replace(/^TorchTrap \(TT\d{3}\): /, '');
+  const marked = /^(.*?) \(unsafe: (.*)\)$/s.exec(title);
+  const action = marked ? marked[1]! : title;
+  const why = marked ? `Unsafe: ${marked[2]!}` : 'Unsafe';
+  return {
+    label: action,
+    description: `${f.code} · line ${f.line + 1}`,
+    detail: f.message ? `${why}. ${f.message}` : why,
+  };
 }
 
 /** The number of skipped unsafe fixes in a `torchtrap.fixAll` result. */

@@ -46,6 +46,7 @@ def capabilities(
     work_done: bool = True,
     configuration: bool = True,
     watch: bool = True,
+    change_annotations: bool = False,
 ) -> types.ClientCapabilities:
     """Roughly what VS Code sends (UTF-16 only unless ``encodings``)."""
     return types.ClientCapabilities(
@@ -54,7 +55,14 @@ def capabilities(
         else None,
         workspace=types.WorkspaceClientCapabilities(
             apply_edit=True,
-            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
+            workspace_edit=types.WorkspaceEditClientCapabilities(
+                document_changes=document_changes,
+                change_annotation_support=types.ChangeAnnotationsSupportOptions(
+                    groups_on_label=True
+                )
+                if change_annotations
+                else None,
+            ),
             configuration=configuration,
             did_change_configuration=types.DidChangeConfigurationClientCapabilities(
                 dynamic_registration=True

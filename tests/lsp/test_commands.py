@@ -72,10 +72,22 @@ async def test_run_probe_on_cpu(root: Path) -> None:
                 work_done_token=token,
             )
         )
-        assert result is not None and set(result) == {"json", "markdown"}
+        assert result is not None and set(result) == {"json", "markdown", "unfinished"}
         report = result["json"]
-        assert report["cancelled"] is False
+        assert report["cancelled"] is False and result["unfinished"] == []
         assert [e["id"] for e in report["experiments"]] == ["worker-rng"]
+        # Issue 35 item 5: each experiment's verdict as it ends, in the progress.
+        messages = [
+            v.message
+            for v in h.client.progress_reports[token]
+            if isinstance(v, types.WorkDoneProgressReport)
+        ]
+        verdict = report["experiments"][0]["verdict"]
+        assert "1/1: worker-rng" in messages
+        assert any(m and m.startswith(f"1/1 done: worker-rng {verdict} (") for m in messages)
+        # Nothing was left: there is no rest to run.
+        with pytest.raises(JsonRpcException, match="nothing left to run"):
+            await h.command("torchtrap.runProbe", {"rest": True})
         assert isinstance(result["markdown"], str) and result["markdown"].strip()
         kinds = [type(v).__name__ for v in h.client.progress_reports[token]]
         assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lsprotocol import types
+
 from tests.lsp.lsp_harness import capabilities, session
 
 # A TT202 whose only fix is unsafe (the in-place twin), and a safe TT901.
@@ -37,6 +39,37 @@ async def test_unsafe_fixes_are_listed_and_apply_one_by_one(root: Path) -> None:
         assert "    scores.masked_fill_(mask, 0)\n    safe(1)\n" in h.texts[uri]
         assert await h.diagnostics(uri, version) == []
         assert await h.command("torchtrap.unsafeFixes", uri) == []
+
+
+async def test_a_reviewed_fix_needs_confirmation_with_its_full_title(root: Path) -> None:
+    """Issue 35 item 11: "Review Unsafe Fixes" applies one fix only after the
+    editor showed its full title and a diff: each edit is annotated as needing
+    confirmation (VS Code then opens its refactor preview)."""
+    async with session(root, caps=capabilities(change_annotations=True)) as h:
+        uri = h.open("a.py", UNSAFE_ONLY)
+        await h.diagnostics(uri, 1)
+        (item,) = [i for i in await h.command("torchtrap.unsafeFixes", uri) if i["code"] == "TT202"]
+        args = {k: item[k] for k in ("uri", "version", "code", "line", "fix")}
+        assert await h.command("torchtrap.applyFix", {**args, "review": True}) == {"applied": True}
+        edit = h.applied_edits[-1]
+        (annotation,) = (edit.change_annotations or {}).values()
+        assert annotation.needs_confirmation is True
+        assert annotation.label == item["title"] and "(unsafe: " in annotation.label
+        assert annotation.description == item["message"]
+        (change,) = edit.document_changes or []
+        assert isinstance(change, types.TextDocumentEdit)
+        assert all(isinstance(e, types.AnnotatedTextEdit) for e in change.edits)
+        # Without review (the quick fix, Fix All), nothing asks.
+        await h.command("torchtrap.applyFix", args)
+        assert not h.applied_edits[-1].change_annotations
+        # preview: the edit comes back unapplied, for the client to show as a diff first.
+        sent = len(h.applied_edits)
+        shown = await h.command("torchtrap.applyFix", {**args, "preview": True})
+        assert len(h.applied_edits) == sent and shown["applied"] is False
+        assert shown["title"] == item["title"]
+        (doc_edit,) = shown["edit"]["documentChanges"]
+        assert doc_edit["textDocument"]["uri"] == uri
+        assert [e["newText"] for e in doc_edit["edits"]] == ["_"]
 
 
 async def test_fix_all_with_unsafe_applies_everything(root: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from torchtrap.probe.catalog import Experiment
+from torchtrap.probe.markdown import render_markdown
 from torchtrap.probe.process import run_script
 from torchtrap.probe.report import Interpreter
 from torchtrap.probe.runner import run_experiments
@@ -172,3 +173,44 @@ def test_scripts_run_from_an_empty_directory(tmp_path: Path) -> None:
     listing, cwd = run.stdout.split(" ", 1)
     assert listing == "[]"
     assert "torchtrap-probe-" in cwd
+
+
+def test_each_result_is_reported_as_it_ends(make_experiment, this_python: Interpreter) -> None:
+    # Issue 35 item 5: progress per experiment, with its verdict.
+    calls: list[tuple[str, str, int, int]] = []
+    exps = [make_experiment("one", QUICK), make_experiment("two", QUICK)]
+    run_experiments(
+        None,
+        exps,
+        interpreter=this_python,
+        finished=lambda r, done, total: calls.append((r.id, r.verdict, done, total)),
+    )
+    assert calls == [("one", "confirmed", 1, 2), ("two", "confirmed", 2, 2)]
+
+
+def test_the_rest_after_the_limit_runs_and_merges(
+    make_experiment, this_python: Interpreter
+) -> None:
+    """Issue 35 item 5: what the overall limit stopped or never started is
+    listed (the experiment's own limit is not the probe's: not listed), and
+    running those again fills the first report in."""
+    hang = make_experiment("hang", HANG, timeout_s=60)
+    quick = make_experiment("quick", QUICK)
+    own = make_experiment("own-limit", HANG, timeout_s=0.5)
+    report = run_experiments(None, [own, hang, quick], timeout=2.5, interpreter=this_python)
+    assert [r.verdict for r in report.experiments] == ["timeout", "timeout", "skipped"]
+    assert report.unfinished() == ["hang", "quick"]
+    assert "stopped at the probe's 2.5 s limit" in report.experiments[1].summary
+    markdown = render_markdown(report)
+    assert "2 of the experiments did not finish within the probe's 2.5 s limit" in markdown
+    assert "`torchtrap probe --only hang quick`" in markdown
+
+    rest = run_experiments(None, [quick], timeout=30, interpreter=this_python, only=["quick"])
+    merged = rest.merged_into(report)
+    assert [(r.id, r.verdict) for r in merged.experiments] == [
+        ("own-limit", "timeout"),
+        ("hang", "timeout"),
+        ("quick", "confirmed"),
+    ]
+    assert merged.unfinished() == ["hang"]
+    assert merged.to_json()["rules"]["TT999"]["verdict"] == "confirmed"

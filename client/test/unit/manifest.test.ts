@@ -118,3 +118,48 @@ describe('package.json: editable in the Settings UI', () => {
     assert.equal(titles['torchtrap.vscode.reviewUnsafeFixes'], 'Review Unsafe Fixes…');
   });
 });
+
+describe('Marketplace page (issue 35 item 8)', () => {
+  const read = (name: string) => fs.readFileSync(path.join(ROOT, name));
+  /** The paths .vscodeignore re-includes (`!path`), exactly as written. */
+  const packaged = read('.vscodeignore')
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('!'))
+    .map((l) => l.slice(1).trim());
+
+  it('has a 128x128 PNG icon that is packaged', () => {
+    assert.equal(manifest.icon, 'docs/images/icon.png');
+    const png = read(manifest.icon);
+    assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+    assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [128, 128]);
+    assert.ok(packaged.includes(manifest.icon));
+  });
+
+  it('shows only images the Extensions view can render: packaged PNGs or https URLs', () => {
+    const readme = read('README.md').toString('utf8');
+    const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src="([^"]+)"/g)].map((m) => m[1] ?? m[2] ?? '');
+    assert.ok(images.length >= 3, `only ${images.length} images`);
+    for (const src of images) {
+      assert.ok(!/\.svg($|\?)/i.test(src), `${src}: SVG images are refused by vsce`);
+      if (/^https:\/\//.test(src)) {
+        continue;
+      }
+      assert.ok(!/^[a-z]+:/i.test(src), `${src}: neither https nor a packaged file`);
+      assert.ok(fs.existsSync(path.join(ROOT, src)), `${src} does not exist`);
+      assert.ok(packaged.includes(src), `${src} is not re-included in .vscodeignore: it would not render`);
+      assert.ok(read(src).length < 300_000, `${src} is large for a README image`);
+    }
+  });
+
+  it('has a changelog, a license, categories and keywords', () => {
+    const changelog = read('CHANGELOG.md').toString('utf8');
+    assert.ok(changelog.includes(`## ${manifest.version}`), `CHANGELOG.md has no ${manifest.version} entry`);
+    assert.ok(packaged.includes('CHANGELOG.md') && packaged.includes('LICENSE'));
+    assert.match(read('LICENSE').toString('utf8'), new RegExp(`^${manifest.license} License`));
+    const allowed = ['Linters', 'Machine Learning', 'Data Science', 'Notebooks', 'Programming Languages', 'Formatters', 'Testing', 'Other'];
+    assert.ok(manifest.categories.length > 0 && manifest.categories.every((c: string) => allowed.includes(c)), manifest.categories);
+    assert.ok(manifest.keywords.length >= 5 && manifest.keywords.length <= 30);
+    assert.ok(manifest.galleryBanner?.color);
+  });
+});

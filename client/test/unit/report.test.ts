@@ -10,6 +10,7 @@ import {
   PercentTracker,
   plainMarkdownHtml,
   probeArguments,
+  restOffer,
   probeFailure,
   reportPage,
   ruleFileName,
@@ -28,6 +29,7 @@ describe('probe result', () => {
   });
   it('passes the timeout', () => {
     assert.deepEqual(probeArguments(30), [{ timeout: 30 }]);
+    assert.deepEqual(probeArguments(240, true), [{ timeout: 240, rest: true }]);
   });
   it('progress increments', () => {
     const t = new PercentTracker();
@@ -192,5 +194,20 @@ describe('run with checks', () => {
     assert.equal(runOutputText({ id: 'r1', stream: 'stdout', text: 'loss 1\n' }, 'r1'), 'loss 1\n');
     assert.equal(runOutputText({ id: 'r0', stream: 'stdout', text: 'old' }, 'r1'), undefined);
     assert.equal(runOutputText(null, 'r1'), undefined);
+  });
+});
+
+describe('probe: the rest after the time limit (issue 35 item 5)', () => {
+  it('reads what was left', () => {
+    assert.deepEqual(parseProbeResult({ json: {}, markdown: '# r', unfinished: ['worker-rng', 3] }).unfinished, ['worker-rng']);
+    assert.equal(parseProbeResult({ json: {}, markdown: '# r', unfinished: [] }).unfinished, undefined);
+  });
+  it('offers to run the rest, with twice the time', () => {
+    assert.equal(restOffer([], 120), undefined);
+    assert.deepEqual(restOffer(['worker-rng'], 120), {
+      message: "TorchTrap: the probe's 120 s limit ran out: 1 experiment left (worker-rng). Run the rest?",
+      timeout: 240,
+    });
+    assert.match(restOffer(['a', 'b', 'c', 'd', 'e'], 60)!.message, /5 experiments left \(a, b, c, \+2\)/);
   });
 });

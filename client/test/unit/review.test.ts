@@ -12,6 +12,9 @@ import {
   reportPage,
   ruleVerdicts,
   skippedUnsafe,
+  applyTextEdits,
+  unsafeFixConfirmation,
+  unsafeFixItem,
 } from '../../src/report';
 
 describe('probe report: raw JSON collapsed', () => {
@@ -73,8 +76,37 @@ describe('unsafe fixes review', () => {
       null,
     ]);
     assert.equal(fixes.length, 1);
-    assert.deepEqual(applyFixArguments(fixes[0]!), ['file:///a.py', 3, 'TT202', 4, 0]);
+    // preview: the edit comes back unapplied, shown as a diff before the user's Apply.
+    assert.deepEqual(applyFixArguments(fixes[0]!), [{ uri: 'file:///a.py', version: 3, code: 'TT202', line: 4, fix: 0, preview: true }]);
     assert.throws(() => parseUnsafeFixes({}), /unexpected/);
+  });
+  it('shows each fix whole: what it does as the label, why it is unsafe as the detail (issue 35 item 11)', () => {
+    const title =
+      'TorchTrap (TT207): Call `model.eval()` before it, and `model.train(was_training)` after (unsafe: code after it may rely on training mode)';
+    const [fix] = parseUnsafeFixes([
+      { uri: 'file:///a.py', version: 1, code: 'TT207', line: 11, fix: 1, title, message: '`model` is run in training mode under `no_grad`' },
+    ]);
+    const item = unsafeFixItem(fix!);
+    assert.equal(item.label, 'Call `model.eval()` before it, and `model.train(was_training)` after');
+    assert.equal(item.description, 'TT207 · line 12');
+    assert.equal(item.detail, 'Unsafe: code after it may rely on training mode. `model` is run in training mode under `no_grad`');
+    // Nothing of the title is lost between the label and the detail.
+    assert.ok(title.endsWith(`${item.label} (unsafe: code after it may rely on training mode)`));
+    // Before applying: the whole title in a modal (it wraps), then the diff.
+    const ask = unsafeFixConfirmation(fix!);
+    assert.equal(ask.message, title);
+    assert.match(ask.detail, /^TT207 on line 12: `model` is run in training mode under `no_grad`\n\nThe diff beside shows the change/);
+    assert.equal(ask.button, 'Apply');
+    // The diff's right side: the text with the fix's edits, applied back to front.
+    assert.equal(
+      applyTextEdits('a.masked_fill(m, 0)\nb = 1\n', [
+        { start: 13, end: 13, newText: '_' },
+        { start: 20, end: 21, newText: 'c' },
+      ]),
+      'a.masked_fill_(m, 0)\nc = 1\n',
+    );
+    // A title without the unsafe mark stays whole.
+    assert.equal(unsafeFixItem({ ...fix!, title: 'TorchTrap (TT207): Do it', message: '' }).label, 'Do it');
   });
   it('knows when Fix All skipped some', () => {
     assert.equal(skippedUnsafe({ applied: true, fixes: 1, skipped: 2, message: 'Fixed 1 finding (2 unsafe fixes skipped)' }), 2);

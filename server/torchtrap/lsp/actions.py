@@ -140,6 +140,38 @@ def workspace_edit(
     )
 
 
+REVIEW_ANNOTATION = "torchtrap.review"
+
+
+def for_review(edit: types.WorkspaceEdit, label: str, description: str) -> types.WorkspaceEdit:
+    """``edit`` with each text edit annotated as needing confirmation: the
+    editor shows the full ``label`` and a diff (VS Code's refactor preview)
+    and applies nothing until the user accepts. Needs ``documentChanges``
+    and change annotations; other edits are returned as they are."""
+    if not edit.document_changes:
+        return edit
+    changes: list[Any] = []
+    for change in edit.document_changes:
+        if isinstance(change, types.TextDocumentEdit):
+            change = types.TextDocumentEdit(
+                text_document=change.text_document,
+                edits=[
+                    types.AnnotatedTextEdit(
+                        range=e.range, new_text=e.new_text, annotation_id=REVIEW_ANNOTATION
+                    )
+                    for e in change.edits
+                    if isinstance(e, types.TextEdit)  # the fixes make no snippets
+                ],
+            )
+        changes.append(change)
+    annotation = types.ChangeAnnotation(
+        label=label, needs_confirmation=True, description=description or None
+    )
+    return types.WorkspaceEdit(
+        document_changes=changes, change_annotations={REVIEW_ANNOTATION: annotation}
+    )
+
+
 def fix_workspace_edit(
     result: LintResult, fix: Fix, encoding: str, document_changes: bool
 ) -> types.WorkspaceEdit | None:

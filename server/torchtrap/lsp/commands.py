@@ -97,13 +97,22 @@ class _Progress:
 
 
 async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
-    """``[{timeout?, python?, only?}]`` -> ``{json, markdown}``."""
+    """``[{timeout?, python?, only?, rest?}]`` -> ``{json, markdown, unfinished}``.
+    Progress names each experiment as it starts and says each one's verdict
+    as it ends. ``unfinished``: the experiments the time limit left no time
+    for (or cut short); ``rest: true`` runs those of this interpreter's last
+    probe and merges them into its report."""
     options = args[0] if args and isinstance(args[0], Mapping) else {}
     timeout = options.get("timeout")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         timeout = ls.settings.probe_timeout
     python = options.get("python") or ls.settings.interpreter
     only = options.get("only") if isinstance(options.get("only"), list) else None
+    earlier = ls.probe_reports.get(python) if options.get("rest") is True else None
+    if options.get("rest") is True:
+        if earlier is None or not earlier.unfinished():
+            raise failed("nothing left to run: the last probe of this interpreter finished")
+        only = earlier.unfinished()
     try:
         from torchtrap.probe import ProbeError, render_markdown
         from torchtrap.probe import run_probe as probe
@@ -117,11 +126,25 @@ async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     await progress.begin("TorchTrap: GPU probe", cancel)
 
     def work() -> Any:
+        last = ""
+
         def on_progress(name: str, done: int, total: int) -> None:
-            progress.report(f"{name} ({done}/{total})", done, total)
+            if name != "done":
+                running = f"{done + 1}/{total}: {name}"
+                progress.report(f"{last}{running}" if last else running, done, total)
+
+        def on_finished(result: Any, done: int, total: int) -> None:
+            nonlocal last
+            last = f"{result.id} {result.verdict} ({result.duration_s:.0f} s) · "
+            progress.report(f"{done}/{total} done: {last.rstrip(' ·')}", done, total)
 
         return probe(
-            python=python, timeout=float(timeout), only=only, progress=on_progress, cancel=cancel
+            python=python,
+            timeout=float(timeout),
+            only=only,
+            progress=on_progress,
+            cancel=cancel,
+            finished=on_finished,
         )
 
     loop = asyncio.get_running_loop()
@@ -140,13 +163,23 @@ async def run_probe(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
         raise
     finally:
         ls.probe_cancels.pop(msg_id, None)
+    if earlier is not None:
+        report = report.merged_into(earlier)
     data = report.to_json()
     cancelled = bool(data.get("cancelled")) or cancel.is_set()
-    progress.end("cancelled" if cancelled else "done")
+    unfinished = [] if cancelled else report.unfinished()
+    progress.end(
+        "cancelled"
+        if cancelled
+        else f"{len(unfinished)} left: the time limit ran out"
+        if unfinished
+        else "done"
+    )
     if not cancelled:
         ls.probe_results[python] = data
+        ls.probe_reports[python] = report
         ls.relint_all()  # confirmed findings get the probe's evidence
-    return {"json": data, "markdown": render_markdown(data)}
+    return {"json": data, "markdown": render_markdown(data), "unfinished": unfinished}
 
 
 # -- torchtrap run ---------------------------------------------------------------
@@ -338,7 +371,14 @@ def _fix_arguments(args: tuple[Any, ...]) -> tuple[str, int | None, str, int, in
 
 async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     """``[uri, version, code, line, fixIndex]`` (line 0-based, as in LSP;
-    version may be null) or one object with those keys (``fix`` for the index)."""
+    version may be null) or one object with those keys (``fix`` for the index)
+    and ``preview: true`` -> ``{applied: false, edit, title}``: the edit, not
+    applied, for the client to show as a diff first ("Review Unsafe Fixes");
+    or ``review: true``: the edit is applied marked as needing confirmation
+    (an editor with change annotations asks before applying it)."""
+    options = args[0] if len(args) == 1 and isinstance(args[0], Mapping) else {}
+    review = options.get("review") is True
+    preview = options.get("preview") is True
     uri, version, code, line, fix_index = _fix_arguments(args)
     key = ls.unit_key(uri)
     result = await ls.current_result(key) if key else None
@@ -363,7 +403,12 @@ async def apply_fix(ls: TorchTrapServer, *args: Any) -> dict[str, Any]:
     )
     if edit is None:
         raise failed("this fix spans notebook cells and cannot be applied")
-    applied = await _apply(ls, edit, actions.fix_title(finding, finding.fixes[fix_index]))
+    title = actions.fix_title(finding, finding.fixes[fix_index])
+    if preview:
+        return {"applied": False, "edit": edit, "title": title}
+    if review and ls.change_annotations:
+        edit = actions.for_review(edit, title, finding.message)
+    applied = await _apply(ls, edit, title)
     return {"applied": applied}
 
 

@@ -1,8 +1,11 @@
 """What the last `torchtrap run` found, as diagnostics with their own source
-label, merged into each document's diagnostics when they are published; a
-static finding at the same place (same rule, overlapping lines) says
-"confirmed when run". A document's run diagnostics go when it changes, all
-of them when the next run (or report) replaces them."""
+label, merged into each document's diagnostics when they are published.
+One problem is one diagnostic: where a static finding sits at the same place
+(same rule, overlapping lines) the run's is folded into it, which says
+"confirmed when run", carries the run's text as related information (named
+`torchtrap-run`) and keeps the static one's quick fixes and docs link; a run
+finding with no static twin is shown alone. A document's run diagnostics go
+when it changes, all of them when the next run (or report) replaces them."""
 
 from __future__ import annotations
 
@@ -88,18 +91,44 @@ class RunResults:
     def merge(
         self, uri: str, static: list[types.Diagnostic], lines: Sequence[str] | None, encoding: str
     ) -> list[types.Diagnostic]:
-        """`static` (the linter's) with the run's diagnostics for `uri` added,
-        and the static ones the run confirmed saying so."""
+        """`static` (the linter's) with the run's diagnostics for `uri` folded
+        into the static ones they confirm, the others added."""
         run = self.diagnostics(uri, lines, encoding)
         if not run:
             return static
-        seen = [(d.code, d.range.start.line, d.range.end.line) for d in run]
+        folded: set[int] = set()
         merged = []
         for diag in static:
-            if diag.source == SOURCE and any(
-                code == diag.code and start <= diag.range.end.line and diag.range.start.line <= end
-                for code, start, end in seen
-            ):
-                diag = attrs.evolve(diag, message=diag.message + CONFIRMED)
+            twins = [
+                i
+                for i, r in enumerate(run)
+                if diag.source == SOURCE
+                and r.code == diag.code
+                and r.range.start.line <= diag.range.end.line
+                and diag.range.start.line <= r.range.end.line
+            ]
+            if twins:
+                folded.update(twins)
+                diag = _confirmed(diag, [run[i] for i in twins], uri)
             merged.append(diag)
-        return merged + run
+        return merged + [r for i, r in enumerate(run) if i not in folded]
+
+
+def _confirmed(diag: types.Diagnostic, runs: list[types.Diagnostic], uri: str) -> types.Diagnostic:
+    """The static diagnostic, saying the run saw it too: both sources named
+    (the run's text as related information labelled with its source), the
+    static one's code description and data (its quick fixes) kept."""
+    related = list(diag.related_information or ())
+    for r in runs:
+        related.append(
+            types.DiagnosticRelatedInformation(
+                types.Location(uri, r.range), f"{RUN_SOURCE}: {r.message}"
+            )
+        )
+        related.extend(r.related_information or ())
+    data = dict(diag.data) if isinstance(diag.data, dict) else {}
+    first = runs[0].data if isinstance(runs[0].data, dict) else {}
+    data["run"] = {k: v for k, v in first.items() if k != "run"}
+    return attrs.evolve(
+        diag, message=diag.message + CONFIRMED, related_information=related, data=data
+    )

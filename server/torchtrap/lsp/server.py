@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -44,6 +44,9 @@ from torchtrap.lsp.run_results import RunResults
 from torchtrap.lsp.settings import ConfigCache, Settings, parse_settings
 from torchtrap.lsp.workspace import DocText, LintResult, Snapshot, compute
 from torchtrap.lsp.workspace_diagnostics import WorkspaceDiagnostics
+
+if TYPE_CHECKING:
+    from torchtrap.probe.report import ProbeReport
 
 log = logging.getLogger("torchtrap.lsp")
 
@@ -212,6 +215,8 @@ class TorchTrapServer(LanguageServer):
         self.root_path: str | None = None
         self.workspace_folders: list[str] = []
         self.probe_results: dict[str, dict[str, Any]] = {}  # interpreter -> probe JSON
+        # interpreter -> the last probe's report, for "run the rest"
+        self.probe_reports: dict[str, ProbeReport] = {}
         self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event (probes, runs)
         self.runs = RunResults()  # what the last `torchtrap run` found
         self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
@@ -244,6 +249,13 @@ class TorchTrapServer(LanguageServer):
     @property
     def document_changes(self) -> bool:
         return self.supports("workspace.workspace_edit.document_changes")
+
+    @property
+    def change_annotations(self) -> bool:
+        """The client shows annotated edits for confirmation (VS Code does)."""
+        return self.document_changes and self.supports(
+            "workspace.workspace_edit.change_annotation_support"
+        )
 
     # -- configuration -----------------------------------------------------
     def update_settings(self, raw: Any) -> None:

@@ -55,6 +55,7 @@ def run_probe(
     only: Sequence[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    finished: Callable[[ExperimentResult, int, int], None] | None = None,
 ) -> ProbeReport:
     """Run the probe's experiments in `python` (default: this interpreter).
 
@@ -65,8 +66,11 @@ def run_probe(
         experiment, then progress("done", total, total).
     cancel: when set, the running experiment is killed and the rest are
         reported as skipped; the report has cancelled=True.
+    finished: called as finished(result, done, total) after each experiment.
     """
     if timeout is not None and not timeout > 0:
         raise ProbeError(f"the timeout must be positive, got {timeout:g}")
     experiments = select(only)
-    return run_experiments(python, experiments, timeout, progress, cancel, only=only)
+    return run_experiments(
+        python, experiments, timeout, progress, cancel, only=only, finished=finished
+    )

@@ -13,7 +13,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from torchtrap.probe.report import CONFIRMED, ERROR, NOT_REPRODUCED, SKIPPED, TIMEOUT, ProbeReport
+from torchtrap.probe.report import (
+    CONFIRMED,
+    ERROR,
+    NOT_REPRODUCED,
+    SKIPPED,
+    TIMEOUT,
+    ProbeReport,
+    unfinished_ids,
+)
 
 # The experiment that describes the machine: a header, not a verdict.
 ENVIRONMENT = "environment"
@@ -159,6 +167,16 @@ def render_markdown(report: ProbeReport | Mapping[str, Any]) -> str:
     lines = ["# TorchTrap probe", ""]
     if doc.get("cancelled"):
         lines += ["**Cancelled before the end**: the results below are partial.", ""]
+    rest = unfinished_ids(doc)
+    if rest and not doc.get("cancelled"):
+        names = ", ".join(f"`{r}`" for r in rest)
+        lines += [
+            f"**{len(rest)} of the experiments did not finish within the probe's"
+            f" {doc.get('timeout_s'):g} s limit** ({names}): run the rest with"
+            f" `torchtrap probe --only {' '.join(rest)}` (a longer `--timeout` on a busy"
+            " machine), or *Run the Rest* in VS Code.",
+            "",
+        ]
     sentences = rule_sentences(doc)
     if sentences:
         lines += [f"- {sentence}" for sentence in sentences] + [""]

@@ -15,6 +15,7 @@ NOT_REPRODUCED = "not-reproduced"
 SKIPPED = "skipped"
 ERROR = "error"
 TIMEOUT = "timeout"
+BUDGET = "budget"  # evidence key: the overall time limit, not the experiment, stopped it
 VERDICTS: tuple[str, ...] = (CONFIRMED, NOT_REPRODUCED, SKIPPED, ERROR, TIMEOUT)
 
 # When experiments disagree on a rule, a confirmation wins (it happened here),
@@ -101,6 +102,25 @@ class ProbeReport:
             }
         return rules
 
+    def unfinished(self) -> list[str]:
+        """Experiments the overall limit left no time for, or cut short."""
+        return [e.id for e in self.experiments if e.evidence.get(BUDGET) is True]
+
+    def merged_into(self, earlier: ProbeReport) -> ProbeReport:
+        """``earlier`` with its experiments that this report ran again (the
+        rest, after the limit ran out) replaced by this report's results."""
+        mine = {e.id: e for e in self.experiments}
+        experiments = [mine.pop(e.id, e) for e in earlier.experiments] + list(mine.values())
+        return ProbeReport(
+            interpreter=self.interpreter,
+            started_at=earlier.started_at,
+            finished_at=self.finished_at,
+            timeout_s=earlier.timeout_s + self.timeout_s,
+            experiments=experiments,
+            only=earlier.only,
+            cancelled=self.cancelled,
+        )
+
     def to_json(self) -> dict[str, Any]:
         from torchtrap import __version__
 
@@ -117,6 +137,17 @@ class ProbeReport:
             "experiments": [e.to_json() for e in self.experiments],
             "rules": self.rule_verdicts(),
         }
+
+
+def unfinished_ids(report_json: Mapping[str, Any]) -> list[str]:
+    """The experiments of a report (JSON) that the overall time limit left no
+    time for, or cut short: what "run the rest" runs."""
+    out = []
+    for exp in report_json.get("experiments", ()) if isinstance(report_json, Mapping) else ():
+        evidence = exp.get("evidence") if isinstance(exp, Mapping) else None
+        if isinstance(evidence, Mapping) and evidence.get(BUDGET) is True:
+            out.append(str(exp.get("id")))
+    return out
 
 
 def confirmed_rules(report_json: Mapping[str, Any]) -> dict[str, str]:

@@ -15,6 +15,7 @@ from torchtrap.probe.catalog import Experiment
 from torchtrap.probe.interpreter import inspect_interpreter
 from torchtrap.probe.process import ScriptRun, last_json_line, run_script
 from torchtrap.probe.report import (
+    BUDGET,
     ERROR,
     SKIPPED,
     TIMEOUT,
@@ -25,6 +26,8 @@ from torchtrap.probe.report import (
 )
 
 Progress = Callable[[str, int, int], None]
+# Called after each experiment with its result, how many are done, and the total.
+Finished = Callable[[ExperimentResult, int, int], None]
 
 DEFAULT_TIMEOUT_S = 300.0  # the whole probe; each experiment also has its own limit
 _TAIL = 2000
@@ -98,7 +101,10 @@ def _result(experiment: Experiment, run: ScriptRun) -> ExperimentResult:
     )
 
 
-def _not_run(experiment: Experiment, why: str) -> ExperimentResult:
+def _not_run(experiment: Experiment, why: str, budget: bool = False) -> ExperimentResult:
+    evidence: dict[str, Any] = {"reason": why}
+    if budget:
+        evidence[BUDGET] = True
     return ExperimentResult(
         id=experiment.id,
         title=experiment.title,
@@ -106,7 +112,7 @@ def _not_run(experiment: Experiment, why: str) -> ExperimentResult:
         summary=why,
         duration_s=0.0,
         rules={code: SKIPPED for code in experiment.rules},
-        evidence={"reason": why},
+        evidence=evidence,
     )
 
 
@@ -118,11 +124,15 @@ def run_experiments(
     cancel: threading.Event | None = None,
     only: Sequence[str] | None = None,
     interpreter: Interpreter | None = None,
+    finished: Finished | None = None,
 ) -> ProbeReport:
     """Run `experiments` one after another in `python` (the current interpreter
     when None) within `timeout` seconds overall, the preflight included.
     Raises ProbeError when the interpreter cannot run them (missing, not
-    Python, no torch). `interpreter` skips the preflight (tests, caches)."""
+    Python, no torch). `interpreter` skips the preflight (tests, caches).
+    An experiment the overall limit left no time for, or cut short, is marked
+    (``evidence["budget"]``): ``ProbeReport.unfinished()`` lists them, to run
+    the rest."""
     budget = DEFAULT_TIMEOUT_S if timeout is None else timeout
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
@@ -140,13 +150,21 @@ def run_experiments(
             results.append(_not_run(experiment, f"needs CUDA: {interpreter.cuda_note}"))
         elif left <= 0:
             results.append(
-                _not_run(experiment, f"not started: the probe's {budget:g} s limit was used up")
+                _not_run(
+                    experiment, f"not started: the probe's {budget:g} s limit was used up", True
+                )
             )
         else:
-            run = run_script(
-                interpreter.path, experiment.script, min(experiment.timeout_s, left), cancel
-            )
-            results.append(_result(experiment, run))
+            limit = min(experiment.timeout_s, left)
+            run = run_script(interpreter.path, experiment.script, limit, cancel)
+            result = _result(experiment, run)
+            if run.timed_out and limit < experiment.timeout_s:
+                # Cut by the probe's overall limit, not its own: worth running again.
+                result.summary = f"stopped at the probe's {budget:g} s limit ({run.seconds:.0f} s)"
+                result.evidence[BUDGET] = True
+            results.append(result)
+        if finished is not None:
+            finished(results[-1], index + 1, total)
     if progress is not None:
         progress("done", total, total)
     return ProbeReport(

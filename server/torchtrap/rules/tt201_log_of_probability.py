@@ -105,8 +105,9 @@ class LogOfProbability(Rule):
     in-place `p.clamp_(...)` or `p = p.clamp(...)` before the log, and on
     `log_softmax`/`logsigmoid`, which need no guard.
 
-    Under `torch.no_grad()` (an evaluation, a beam search) the message says
-    the `-inf` lands in the metric or score instead: there is no gradient there.
+    In an evaluation (under `torch.no_grad()`, a beam search, or after
+    `model.eval()` in a function with no backward) the message says the
+    `-inf` lands in the metric or score instead: there is no gradient there.
 
     A value that is such a probability on some paths only (one branch of
     an `if`, some of a function's callers) is reported at info severity,
@@ -222,7 +223,7 @@ class LogOfProbability(Rule):
                 )
             )
             shown = f" ({os.path.basename(path)}:{rng.start.line})"
-        then = "-inf and a NaN gradient"
+        then = self._then(call)
         if prob.kind == "softmax":
             consequence = f"{then} once one class takes all the mass"
         else:
@@ -301,11 +302,16 @@ class LogOfProbability(Rule):
         fix = self._clamp_fix(call, arg, method_form)
         return self.finding(call, message, fixes=[fix], assumption=assumption)
 
+    def _then(self, call: ast.Call) -> str:
+        # In an evaluation (no_grad, or after `model.eval()` with no backward)
+        # there is no gradient to poison: the metric computed from the log is
+        # what goes wrong.
+        if self.ctx.values.autograd.evaluating(call):
+            return "-inf in the metric or score"
+        return "-inf and a NaN gradient"
+
     def _consequence(self, prob: Probability, call: ast.Call) -> str:
-        # Under no_grad (an evaluation) there is no gradient to poison: the
-        # metric computed from the log is what goes wrong.
-        graded = not self.ctx.values.autograd.under_no_grad(call)
-        then = "-inf and a NaN gradient" if graded else "-inf in the metric or score"
+        then = self._then(call)
         if prob.kind == "sigmoid" and prob.complement:
             return f"{then} for x > 16.6 (float32)"
         if prob.kind == "sigmoid":

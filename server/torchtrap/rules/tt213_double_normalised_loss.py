@@ -191,10 +191,11 @@ class DoubleNormalisedLoss(Rule):
                 "not -log p; use `log_softmax`"
             )
         else:
-            # Under no_grad (an evaluation) nothing trains: the reported loss is what is off.
+            # In an evaluation (no_grad, or `model.eval()` with no backward) nothing
+            # trains: the reported loss is what is off.
             effect = (
                 "the loss value is off"
-                if self.ctx.values.autograd.under_no_grad(call)
+                if self.ctx.values.autograd.evaluating(call)
                 else "training stalls"
             )
             message = (

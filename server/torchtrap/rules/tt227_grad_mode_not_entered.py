@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from torchtrap.facts.autograd import GRAD_OFF, grad_off_context
 from torchtrap.facts.index import parent
 from torchtrap.findings import (
     Applicability,
@@ -59,7 +60,9 @@ class GradModeNotEntered(Rule):
     requires grad; inside `with torch.no_grad():` it is `False`.
     `torch.inference_mode()` alone leaves `torch.is_inference_mode_enabled()`
     `False`, and `torch.enable_grad()` alone inside a `no_grad` block
-    leaves grad off.
+    leaves grad off. A bare `torch.no_grad()` inside a block or function
+    where grad is already off changes nothing either: a hint that it is
+    redundant, not a warning that gradients are recorded.
 
     Fix: wrap the statements that follow in the same block in a `with`
     (unsafe: re-indents them, and the code may have meant a narrower block).
@@ -110,15 +113,23 @@ class GradModeNotEntered(Rule):
             shown = source.segment(source.node_range(call))
             if len(shown) > 40 or "\n" in shown:
                 shown = qualname.rsplit(".", 1)[-1] + "()"
+            consequence = CONTEXT_ONLY[qualname]
+            severity = None
+            if grad_off_context(stmt, imports) is not None:
+                # Inside a no_grad block nothing is recorded anyway: a bare
+                # no_grad() there is redundant, a bare enable_grad() leaves grad off.
+                if qualname in GRAD_OFF:
+                    consequence, severity = "harmless here, grad mode is already off", Severity.HINT
+                else:
+                    consequence = "gradients stay off in this no_grad block"
             message = (
-                f"`{shown}` as a statement does nothing (only `with` enters it): "
-                f"{CONTEXT_ONLY[qualname]}"
+                f"`{shown}` as a statement does nothing (only `with` enters it): {consequence}"
             )
             if isinstance(parent(stmt), ast.Module):
                 fixes = self._global_switch(stmt, qualname)
             else:
                 fixes = self._fixes(stmt, shown)
-            yield self.finding(call, message, fixes=fixes)
+            yield self.finding(call, message, severity=severity, fixes=fixes)
 
     def _global_switch(self, stmt: ast.Expr, qualname: str) -> list[Fix]:
         """At module level the call reads as a switch for the whole program
@@ -282,8 +293,22 @@ class GradModeNotEntered(Rule):
                     torch.enable_grad()
             """,
             line=6,
-            message_contains="grad mode is unchanged",
+            message_contains="gradients stay off in this no_grad block",
             note="nothing follows in the block: flagged without a fix",
+        ),
+        Invalid(
+            """
+            import torch
+
+            @torch.no_grad()
+            def predict(model, x):
+                torch.no_grad()
+                return model(x)
+            """,
+            line=6,
+            severity=Severity.HINT,
+            message_contains="harmless here, grad mode is already off",
+            note="issue 35: under `@torch.no_grad()` nothing is recorded anyway; a hint",
         ),
         Invalid(
             """

@@ -13,6 +13,8 @@ import weakref
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES, grad_off_context
+from torchtrap.facts.index import enclosing_function, walk_scope
+from torchtrap.facts.modules import is_eval_call
 from torchtrap.facts.tensors import (
     PARAMETER_ONLY_ITERATORS,
     TENSOR_METHODS,
@@ -35,6 +37,9 @@ NEW_TENSOR = frozenset({"new", "new_zeros", "new_ones", "new_full", "new_empty",
 # Methods that cut a value out of the graph.
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _MAX_DEPTH = 6
+_BACKWARD_FUNCTIONS = frozenset(
+    {"torch.autograd.backward", "torch.autograd.grad", "torch.autograd.functional.vjp"}
+)
 
 
 class AutogradFacts:
@@ -53,6 +58,29 @@ class AutogradFacts:
 
     def under_no_grad(self, node: ast.AST) -> bool:
         return grad_off_context(node, self.imports) is not None
+
+    def evaluating(self, node: ast.AST) -> bool:
+        """``node`` runs where nothing trains: grad mode is off there, or its
+        function switched a module to eval mode (``m.eval()``, ``m.train(False)``)
+        earlier and has no backward (``.backward()``, ``torch.autograd.grad``).
+        A message's consequence there is a wrong metric, not a wrong gradient."""
+        if self.under_no_grad(node):
+            return True
+        function = enclosing_function(node)
+        if function is None:
+            return False
+        line = getattr(node, "lineno", 0)
+        evaluated = False
+        for n in walk_scope(function):
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Attribute) and n.func.attr == "backward":
+                return False
+            if self.imports.qualname(n.func) in _BACKWARD_FUNCTIONS:
+                return False
+            if is_eval_call(n) and n.lineno < line:
+                evaluated = True
+        return evaluated
 
     def is_parameter(self, expr: ast.expr, at: ast.AST, every: bool = True, depth: int = 0) -> bool:
         """``module.weight``/``.bias``, ``nn.Parameter(...)`` (also through a
