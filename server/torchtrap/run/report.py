@@ -577,7 +577,9 @@ def build_report(
     if not any(e.get("kind") == "hooks" for e in events):
         notes.append("the script never imported torch: nothing was checked")
     if run.killed:
-        notes.append("the script did not stop within the grace period and was killed")
+        notes.append(
+            "the script was killed before it stopped (a second Ctrl+C, or 10 s after a cancel)"
+        )
     findings = sorted(
         b.findings.values(),
         key=lambda f: (f.finding.path, f.finding.range.start, f.finding.code),

@@ -80,6 +80,25 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _die_with_launcher(parent: Any) -> None:
+    """Linux: SIGKILL when the launcher (`torchtrap run`) dies, so that the
+    script never outlives it (its watchdog kills the workers and the rest of
+    the group). The launcher may have died before the request: check."""
+    if not sys.platform.startswith("linux") or not isinstance(parent, int):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except Exception:
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _finish(status: dict[str, Any]) -> None:
     if os.getpid() != events.STATE.main_pid:
         return  # a forked child of the script: the parent reports
@@ -108,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     hooks_parent, result_dir, options_text, mode, target = args[:5]
     rest = args[5:]
     options = json.loads(options_text)
+    _die_with_launcher(options.get("parent"))
     events.configure(result_dir)
     if importlib.util.find_spec("torch") is None:
         events.emit({"kind": "torch_missing", "python": sys.version.split()[0]})
