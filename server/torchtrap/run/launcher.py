@@ -17,7 +17,6 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,9 @@ from torchtrap.probe.errors import ProbeError, TorchMissing
 from torchtrap.probe.interpreter import resolve_python, torch_missing_message
 from torchtrap.probe.process import Sink, Watchdog, run_attached, script_env
 from torchtrap.run.report import RunReport, build_report
+from torchtrap.run.target import Target
+
+__all__ = ["Target", "remove_stale_folders", "run_checked"]
 
 HOOKS_SOURCE = Path(__file__).resolve().parents[1] / "runtime_hooks"
 HOOKS_PACKAGE = "_torchtrap_run_hooks"
@@ -33,17 +35,6 @@ TORCH_MISSING_EXIT = 97  # runtime_hooks/boot.py
 BOOTSTRAP = (
     f"import sys; sys.path.insert(0, sys.argv[1]); from {HOOKS_PACKAGE}.boot import main; main()"
 )
-
-
-@dataclass(frozen=True)
-class Target:
-    """A script path, or a module name (`-m`)."""
-
-    value: str
-    module: bool = False
-
-    def describe(self) -> str:
-        return f"-m {self.value}" if self.module else self.value
 
 
 def _check_target(target: Target, cwd: Path) -> None:
@@ -74,7 +65,7 @@ def _alive(pid: int) -> bool:
 def remove_stale_folders(parent: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove the run folders (`torchtrap-run-<pid>-*`) of this user whose
     process is gone: left by a run killed together with its watchdog."""
-    removed = []
+    removed: list[Path] = []
     base = Path(parent or tempfile.gettempdir())
     try:
         entries = list(base.glob(FOLDER_PREFIX + "*-*"))

@@ -19,7 +19,7 @@ from torchtrap.run import locate
 
 if TYPE_CHECKING:
     from torchtrap.probe.process import AttachedRun
-    from torchtrap.run.launcher import Target
+    from torchtrap.run.target import Target
 
 SCHEMA_VERSION = 1
 RUN_SOURCE = "torchtrap-run"  # the diagnostics' source label in the editor
@@ -70,6 +70,9 @@ class RunReport:
     crashed: str | None = None
     notes: list[str] = field(default_factory=list)
     started_at: str = ""
+    # Interrupted: where the script was, and the DataLoader batches in flight.
+    interrupted_at: dict[str, Any] | None = None
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +90,8 @@ class RunReport:
             "interrupted": self.interrupted,
             "crashed": self.crashed,
             "notes": self.notes,
+            "interrupted_at": self.interrupted_at,
+            "in_flight": self.in_flight,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -94,7 +99,7 @@ class RunReport:
         how = (
             f"stopped after {self.stopped_after_steps} optimizer steps"
             if self.stopped_after_steps
-            else "interrupted"
+            else self._interrupted()
             if self.interrupted
             else f"crashed ({self.crashed})"
             if self.crashed
@@ -103,6 +108,72 @@ class RunReport:
         found = len(self.findings)
         what = f"{found} finding{'s' if found != 1 else ''}" if found else "nothing found"
         return f"torchtrap run: {what} ({how}, {self.seconds:.1f} s)"
+
+    def _interrupted(self) -> str:
+        waiting = next((w for w in self.in_flight if w.get("kind") == "waiting"), None)
+        if waiting is not None and waiting.get("worker") is not None:
+            return (
+                f"interrupted while waiting for batch {waiting.get('batch')} from"
+                f" DataLoader worker {waiting['worker']}"
+            )
+        where = self.interrupted_at
+        if where:
+            return f"interrupted at {_short(where)}"
+        return "interrupted"
+
+
+def _short(where: dict[str, Any]) -> str:
+    path = str(where.get("file", "?"))
+    try:
+        rel = os.path.relpath(path)
+        path = path if rel.startswith("..") else rel
+    except ValueError:
+        pass
+    function = where.get("function")
+    inside = f" in {function}()" if function and function != "<module>" else ""
+    return f"{path}:{where.get('line')}{inside}"
+
+
+def in_flight_notes(items: list[dict[str, Any]]) -> list[str]:
+    """What a hung run was doing when interrupted: the batch the main process
+    waited for (and which worker had it), and where each busy worker was."""
+    notes = []
+    for item in items:
+        loader = item.get("loader_site")
+        at = f" (the DataLoader iterated at {_short(loader)})" if loader else ""
+        if item.get("kind") == "waiting":
+            if item.get("worker") is None:
+                continue
+            indices = item.get("indices")
+            what = f", items {_items(indices, item.get('size'))}" if indices is not None else ""
+            others = [w for b, w in item.get("outstanding") or () if b != item.get("batch")]
+            busy = (
+                f"; batches also in flight at workers {', '.join(map(str, sorted(set(others))))}"
+                if others
+                else ""
+            )
+            notes.append(
+                f"when interrupted, the main process was waiting for batch {item.get('batch')}"
+                f" from DataLoader worker {item['worker']}{what}{at}{busy}"
+            )
+        elif item.get("kind") == "worker_interrupted":
+            where = item.get("where")
+            place = f" at {_short(where)}" if where else ""
+            got = item.get("item")
+            which = f" on item {got!r}" if got is not None else ""
+            notes.append(
+                f"DataLoader worker {item.get('worker')} was fetching items"
+                f" {_items(item.get('indices'), None)}{which}{place}{at}"
+            )
+    return notes
+
+
+def _items(indices: Any, size: Any) -> str:
+    if not isinstance(indices, list):
+        return repr(indices)
+    shown = ", ".join(repr(i) for i in indices)
+    more = isinstance(size, int) and size > len(indices)
+    return f"[{shown}{', ...' if more else ''}]"
 
 
 def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
@@ -158,6 +229,8 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         crashed=doc.get("crashed"),
         notes=list(doc.get("notes") or ()),
         started_at=str(doc.get("started_at", "")),
+        interrupted_at=where if isinstance(where := doc.get("interrupted_at"), dict) else None,
+        in_flight=[i for i in doc.get("in_flight") or () if isinstance(i, dict)],
     )
 
 
@@ -576,6 +649,12 @@ def build_report(
     ]
     if not any(e.get("kind") == "hooks" for e in events):
         notes.append("the script never imported torch: nothing was checked")
+    in_flight = (
+        _in_flight(b, events)
+        if run.interrupted or run.cancelled or exit_event.get("interrupted")
+        else []
+    )
+    notes.extend(in_flight_notes(in_flight))
     if run.killed:
         notes.append(
             "the script was killed before it stopped (a second Ctrl+C, or 10 s after a cancel)"
@@ -598,4 +677,26 @@ def build_report(
         crashed=exit_event.get("crashed"),
         notes=notes,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        interrupted_at=exit_event.get("interrupted_at"),
+        in_flight=in_flight,
     )
+
+
+def _in_flight(b: _Builder, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last epoch's waiting batch and interrupted workers of each loader."""
+    keep = ("kind", "loader", "epoch", "batch", "worker", "workers", "indices", "size")
+    found = []
+    for event in events:
+        if event.get("kind") not in ("waiting", "worker_interrupted"):
+            continue
+        item = {k: event[k] for k in keep if k in event}
+        for key in ("outstanding", "item", "where"):
+            if key in event:
+                item[key] = event[key]
+        loader = event.get("loader")
+        site = b.loaders.get(loader, {}).get("site") if isinstance(loader, int) else None
+        if isinstance(site, dict):
+            item["loader_site"] = {k: site.get(k) for k in ("file", "line", "function")}
+        found.append(item)
+    found.sort(key=lambda i: (i["kind"] != "waiting", repr(i.get("worker"))))
+    return found

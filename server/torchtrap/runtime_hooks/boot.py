@@ -114,6 +114,16 @@ def _finish(status: dict[str, Any]) -> None:
     events.emit(status)
 
 
+def _innermost_user_frame(tb: Any) -> Dict[str, Any] | None:
+    where = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if events._is_user_file(code.co_filename):
+            where = {"file": code.co_filename, "line": tb.tb_lineno, "function": code.co_name}
+        tb = tb.tb_next
+    return where
+
+
 def _trimmed(tb: Any) -> Any:
     """The traceback without this bootstrap's and runpy's frames."""
     skip = ("runpy", __name__)  # runpy's frames read "<frozen runpy>" on 3.11+
@@ -163,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
             raise  # Python prints a message and exits with its status
     except KeyboardInterrupt as exc:
         status["interrupted"] = True
+        where = _innermost_user_frame(exc.__traceback__)
+        if where is not None:
+            status["interrupted_at"] = where
         _finish(status)
         _print_exception(exc)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
