@@ -213,7 +213,8 @@ class TorchTrapServer(LanguageServer):
         self.workspace_folders: list[str] = []
         self.probe_results: dict[str, dict[str, Any]] = {}  # interpreter -> probe JSON
         self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event (probes, runs)
-        self.runs = RunResults()  # what the last `torchtrap run` found
+        # what the last `torchtrap run` found
+        self.runs = RunResults(lambda code: self.settings.docs_url(code))
         self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
         self.reported: set[str] = set()  # warnings already shown
         self.loop: asyncio.AbstractEventLoop | None = None

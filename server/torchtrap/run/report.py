@@ -4,6 +4,7 @@ document `--output` writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter, defaultdict
@@ -13,8 +14,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchtrap import __version__
-from torchtrap.findings import Finding, Range, RelatedLocation, Severity
+from torchtrap import RULE_DOCS_URL, __version__
+from torchtrap.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Range,
+    RelatedLocation,
+    Severity,
+)
 from torchtrap.run import locate
 
 if TYPE_CHECKING:
@@ -52,8 +61,18 @@ class RunFinding:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.finding.to_dict()
-        data.update(source=RUN_SOURCE, object=self.object, measured=self.measured)
+        data.update(
+            source=RUN_SOURCE,
+            object=self.object,
+            measured=self.measured,
+            docs=docs_url(self.finding.code),
+        )
         return data
+
+
+def docs_url(code: str) -> str:
+    """The rule's page, as `check`'s SARIF and the editor link it."""
+    return f"{RULE_DOCS_URL}{code}.md"
 
 
 @dataclass
@@ -186,6 +205,13 @@ def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
         for r in data.get("related") or ()
         if isinstance(r, dict) and "range" in r
     )
+    fixes = []
+    for fix in data.get("fixes") or ():
+        if isinstance(fix, dict) and "title" in fix:
+            edits = tuple(Edit(rng(e["range"]), str(e["new_text"])) for e in fix.get("edits") or ())
+            made = Fix(str(fix["title"]), Applicability(fix.get("applicability", "unsafe")), list)
+            made._edits = edits
+            fixes.append(made)
     finding = Finding(
         code=str(data["code"]),
         name=str(data.get("name", "")),
@@ -193,6 +219,7 @@ def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
         severity=Severity.parse(str(data.get("severity", "warning"))),
         range=rng(data["range"]),
         path=str(data.get("path", "")),
+        fixes=tuple(fixes),
         related=related,
     )
     measured = data.get("measured")
@@ -312,7 +339,8 @@ def _cuda(b: _Builder, event: dict[str, Any]) -> None:
         f"{shown}: {count} CUDA tensor{'s' if count != 1 else ''} ({event.get('device')})"
         f" reachable from {what} when a DataLoader with {workers} workers started"
         f" (start method {method}): each worker gets them, pickled through CUDA IPC"
-        " or inherited by fork"
+        " or inherited by fork; keep CPU tensors there and move each batch to the GPU"
+        " in the training loop"
     )
     created, site = b.loader_sites(event.get("loader"))
     where, path = b.place(event.get("owner"), site, created)
@@ -351,6 +379,12 @@ def _rng_groups(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[Any,
     return groups
 
 
+_RNG_HELP = (
+    "create the generator in each worker (in worker_init_fn, or lazily in __getitem__)"
+    " seeded from torch.initial_seed(), which differs per worker and epoch"
+)
+
+
 def _same_state(
     b: _Builder,
     groups: dict[tuple[Any, Any], dict[Any, dict[str, Any]]],
@@ -387,7 +421,7 @@ def _same_state(
             f"{path} ({info.get('type')}): the same state in"
             f" {_workers_phrase(fact['n'], fact['total'])} of the DataLoader"
             f" (epoch {int(fact['epoch']) + 1}), and the workers drew from it: they produce"
-            " the same random numbers"
+            f" the same random numbers; {_RNG_HELP}"
         )
         b.add(
             "TT101",
@@ -421,7 +455,8 @@ def _same_state(
             where, file = b.place(info.get("owner"), created, site)
             message = (
                 f"{path} ({info.get('type')}): each worker starts every epoch from the same"
-                f" state ({len(seen)} epochs seen): every epoch repeats the same random numbers"
+                f" state ({len(seen)} epochs seen): every epoch repeats the same random numbers;"
+                f" {_RNG_HELP}"
             )
             b.add(
                 "TT101",
@@ -433,6 +468,26 @@ def _same_state(
                 [(created, "the DataLoader is created here")],
             )
             across[path] = {}
+
+
+_SEED_HELP = (
+    "seed it from torch.initial_seed() in worker_init_fn"
+    " (np.random.seed(torch.initial_seed() % 2**32)): different in each worker and epoch"
+)
+
+
+def _seed_site(workers: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where the worker_init_fn called np.random.seed: the line to change."""
+    return next((w["numpy_seed_site"] for w in workers if w.get("numpy_seed_site")), None)
+
+
+def _seed_related(
+    seeded: dict[str, Any] | None, created: dict[str, Any] | None
+) -> list[tuple[dict[str, Any] | None, str]]:
+    related: list[tuple[dict[str, Any] | None, str]] = [(created, "the DataLoader is created here")]
+    if seeded is not None:
+        related.insert(0, (seeded, "np.random.seed is called here in each worker"))
+    return related
 
 
 def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any]]]) -> None:
@@ -450,13 +505,22 @@ def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str,
         if n < 2:
             continue
         created, site = b.loader_sites(loader)
-        where, file = b.place(None, created, site)
+        seeded = _seed_site(workers.values())
+        where, file = b.place(None, seeded, created, site)
         message = (
             f"numpy's global random generator: the same state in {_workers_phrase(n, total)}"
             f" (epoch {int(epoch) + 1}), and the dataset drew from it: the workers produce the"
-            " same np.random numbers"
+            f" same np.random numbers; {_SEED_HELP}"
         )
-        b.add("TT102", message, where, file, "numpy.random", {"workers_same": n, "workers": total})
+        b.add(
+            "TT102",
+            message,
+            where,
+            file,
+            "numpy.random",
+            {"workers_same": n, "workers": total},
+            _seed_related(seeded, created),
+        )
         return
     by_worker: dict[tuple[Any, Any], list[tuple[Any, Any, bool]]] = defaultdict(list)
     for (loader, epoch), workers in groups.items():
@@ -470,13 +534,24 @@ def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str,
         repeats = Counter(state for _, state, _ in seen)
         if len(seen) >= 2 and repeats.most_common(1)[0][1] >= 2 and any(d for _, _, d in seen):
             created, site = b.loader_sites(loader)
-            where, file = b.place(None, created, site)
+            seeded = _seed_site(
+                w for (lid, _e), ws in groups.items() if lid == loader for w in ws.values()
+            )
+            where, file = b.place(None, seeded, created, site)
             message = (
                 "numpy's global random generator: each worker starts every epoch from the"
                 f" same state ({len(seen)} epochs seen): every epoch repeats the same np.random"
-                " numbers"
+                f" numbers; {_SEED_HELP}"
             )
-            b.add("TT102", message, where, file, "numpy.random", {"epochs": len(seen)})
+            b.add(
+                "TT102",
+                message,
+                where,
+                file,
+                "numpy.random",
+                {"epochs": len(seen)},
+                _seed_related(seeded, created),
+            )
             return
 
 
@@ -505,11 +580,13 @@ def _iterable(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any
         total_items = sum(len(v) for v in lists.values())
         dup_items = sum(1 for v in lists.values() for fp in v if fp in shared)
         created, site = info.get("created"), info.get("site")
-        where, file = b.place(None, created, site)
+        iter_site = info.get("iter_site")
+        where, file = b.place(None, iter_site, created, site)
         message = (
             f"{info.get('dataset_type')}: {dup_items} of the {total_items} first items of"
             f" {len(lists)} workers were produced by more than one worker: every worker"
-            " iterates the whole stream"
+            " iterates the whole stream; in __iter__, give each worker its own share"
+            " (torch.utils.data.get_worker_info().id and .num_workers)"
         )
         b.add(
             "TT105",
@@ -518,6 +595,7 @@ def _iterable(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any
             file,
             "dataset",
             {"items": total_items, "duplicated": dup_items, "workers": len(lists)},
+            [(created, f"the DataLoader with {len(lists)} workers is created here")],
         )
 
 
@@ -575,6 +653,7 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
     site = event.get("site")
     where, path = b.place(None, site)
     obj = str(event.get("object", ""))
+    related: list[tuple[dict[str, Any] | None, str]] = []
     if code == "TT207":
         layers = ", ".join(event.get("layers") or ()) or "Dropout/BatchNorm"
         again = (
@@ -591,16 +670,20 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
         message = (
             f"{obj}.step() at step {event.get('step')}: the gradients are the ones of the"
             " previous step plus this one (nothing zeroed them in between): they accumulate"
-            " across steps"
+            " across steps; call optimizer.zero_grad() once per step, before backward()"
         )
         measured = {"step": event.get("step"), "sampled_parameters": event.get("sampled")}
     elif code == "TT216":
         message = (
             f"{obj}.step() at step {event.get('step')}: the forward pass ran with"
             f" {event.get('layer')} in eval mode and every module whose parameters this"
-            " step updates was in eval mode: the model trains in eval mode"
+            " step updates was in eval mode: the model trains in eval mode; call"
+            " model.train() after evaluating, before the next training step"
         )
         measured = {"step": event.get("step"), "layer": event.get("layer")}
+        eval_site = event.get("eval_site")
+        if isinstance(eval_site, dict):
+            related.append((eval_site, "the model was put in eval mode here"))
     elif code == "TT217":
         message = (
             f"{obj}: gradients clipped while still multiplied by the GradScaler's scale"
@@ -616,7 +699,7 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
         measured = {"epoch": event.get("epoch"), "replicas": event.get("replicas")}
     else:
         return
-    b.add(code, message, where, path, obj, measured)
+    b.add(code, message, where, path, obj, measured, related)
 
 
 def build_report(
@@ -663,6 +746,7 @@ def build_report(
         b.findings.values(),
         key=lambda f: (f.finding.path, f.finding.range.start, f.finding.code),
     )
+    _static_fixes(findings)
     stopped = stop_after_steps if exit_event.get("stopped") else None
     return RunReport(
         command=[target.describe(), *args],
@@ -700,3 +784,37 @@ def _in_flight(b: _Builder, events: list[dict[str, Any]]) -> list[dict[str, Any]
         found.append(item)
     found.sort(key=lambda i: (i["kind"] != "waiting", repr(i.get("worker"))))
     return found
+
+
+def _static_fixes(findings: list[RunFinding]) -> None:
+    """Give each finding the fixes of its static rule's finding at the same
+    place (its lines or a related line of the same file), where the static
+    rule sees it too: the same edits `check --fix` makes."""
+    from torchtrap.engine import lint
+    from torchtrap.rules import RULES_BY_CODE
+
+    by_path: dict[str, list[RunFinding]] = defaultdict(list)
+    for item in findings:
+        by_path[item.finding.path].append(item)
+    for path, items in by_path.items():
+        source = locate.source_of(path)
+        codes = {i.finding.code for i in items}
+        if source is None:
+            continue
+        try:
+            static = lint(source, path, rules=[RULES_BY_CODE[c] for c in sorted(codes)])
+        except Exception:  # a rule's bug must not cost the run's report
+            continue
+        for item in items:
+            finding = item.finding
+            lines = set(range(finding.range.start.line, finding.range.end.line + 1))
+            lines.update(r.range.start.line for r in finding.related if r.path is None)
+            for other in static:
+                if (
+                    other.code == finding.code
+                    and other.fixes
+                    and any(other.range.contains_line(line) for line in lines)
+                ):
+                    fixes = tuple(fix.detached() for fix in other.fixes)
+                    item.finding = dataclasses.replace(finding, fixes=fixes)
+                    break

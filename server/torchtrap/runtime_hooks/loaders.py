@@ -253,6 +253,7 @@ def _on_start(loader: Any) -> dict[str, Any]:
             "dataset_type": type(loader.dataset).__qualname__,
             "site": site,
             "created": _CREATED.get(loader),
+            "iter_site": describe.method_site(loader.dataset, "__iter__") if iterable else None,
         }
     )
     if epoch == 0:
@@ -382,16 +383,47 @@ class WorkerInit:
 
     def __call__(self, worker_id: int) -> Any:
         result = None
+        seeds: List[Dict[str, Any]] = []
         if self.user_fn is not None:
-            result = self.user_fn(worker_id)
+            restore = _watch_numpy_seed(seeds)
+            try:
+                result = self.user_fn(worker_id)
+            finally:
+                restore()
         try:
-            _start_worker(self.ctx, worker_id)
+            _start_worker(self.ctx, worker_id, seeds[-1] if seeds else None)
         except Exception:
             pass
         return result
 
 
-def _start_worker(ctx: dict[str, Any], worker_id: int) -> None:
+def _watch_numpy_seed(seeds: List[Dict[str, Any]]) -> Any:
+    """While the user's worker_init_fn runs: where it calls np.random.seed
+    (TT102 points at that line, the one to change)."""
+    np = sys.modules.get("numpy")
+    random = getattr(np, "random", None)
+    original = getattr(random, "seed", None)
+    if random is None or original is None:
+        return lambda: None
+
+    def seed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            site = events.user_site()
+            if site is not None:
+                seeds.append(site)
+        except Exception:
+            pass
+        return original(*args, **kwargs)
+
+    random.seed = seed
+
+    def restore() -> None:
+        random.seed = original
+
+    return restore
+
+
+def _start_worker(ctx: dict[str, Any], worker_id: int, seed_site: Any = None) -> None:
     from torch.utils.data import get_worker_info
 
     if events.STATE.result_dir != ctx["result_dir"]:
@@ -417,6 +449,7 @@ def _start_worker(ctx: dict[str, Any], worker_id: int) -> None:
         "worker",
         rngs=_public(_Worker.rngs),
         numpy_global=describe.numpy_global_fingerprint(),
+        numpy_seed_site=seed_site,
     )
 
 
