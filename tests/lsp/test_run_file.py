@@ -68,6 +68,10 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
         (run,) = _run(diags)
         assert run.code == "TT101" and run.range.start.line == rng_line
         assert run.message.startswith("dataset.rng (numpy.random.Generator): the same state")
+        # as actionable as the static one: its docs page and what to do
+        assert run.code_description is not None
+        assert run.code_description.href.endswith("TT101.md")
+        assert "torch.initial_seed()" in run.message
         (tt101,) = [d for d in diags if d.source == "torchtrap" and d.code == "TT101"]
         assert tt101.message.endswith("(confirmed when run)")
         printed = "".join(o["text"] for o in output if o["stream"] == "stdout")
