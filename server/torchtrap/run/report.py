@@ -31,6 +31,22 @@ if TYPE_CHECKING:
     from torchtrap.run.target import Target
 
 SCHEMA_VERSION = 1
+# The rules a run confirms; each one's docs say what the run reports.
+RUN_CODES = frozenset(
+    {
+        "TT101",
+        "TT102",
+        "TT103",
+        "TT104",
+        "TT105",
+        "TT107",
+        "TT108",
+        "TT207",
+        "TT215",
+        "TT216",
+        "TT217",
+    }
+)
 RUN_SOURCE = "torchtrap-run"  # the diagnostics' source label in the editor
 MIB = 2**20
 # TT107: a worker whose private memory grows this much after its first batch
