@@ -237,7 +237,7 @@ def test_ctrl_c_stops_the_script_and_its_workers(tmp_path: Path) -> None:
     assert cli.returncode == 130, err
     assert "KeyboardInterrupt" in err
     assert "interrupted" in err
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # bounds a failure only: under load a kill takes a while
     while _ours(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _ours(marker) == []
@@ -389,7 +389,7 @@ def test_signal_reaches_the_script_as_sent(
 
     doc = json.loads((tmp_path / "report.json").read_text())
     assert doc["interrupted"] is True and doc["exit_code"] in (code, -signum)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # bounds a failure only: under load a kill takes a while
     while _ours(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _ours(marker) == []

@@ -21,8 +21,10 @@ from .walk import Stats, walk
 MAX_CUDA_PATHS = 3
 MAX_ITEMS_PER_WORKER = 64
 BIG_CONTAINER = 10000  # items: smaller ones fit in a few pages
-# Reading smaps_rollup walks the worker's page tables (milliseconds with torch
-# mapped): a few reads, growing apart.
+# Reading smaps_rollup walks the worker's page tables (6 ms of CPU with torch
+# mapped, measured): a few reads, growing apart, in the loader's first epoch only
+# (later epochs' workers copy the same pages again: nothing new to learn, and
+# two reads per worker per epoch were most of what `run` cost a short epoch).
 MEMORY_BATCHES = (1, 8, 64, 512, 4096)
 
 _CREATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -481,7 +483,7 @@ def _observe(ctx: dict[str, Any], batch: Any) -> None:
         _worker_event(
             "worker_used", used=used, numpy_global_after=describe.numpy_global_fingerprint()
         )
-    if n in MEMORY_BATCHES:
+    if n in MEMORY_BATCHES and not ctx.get("epoch"):
         memory = describe.private_memory()
         if memory is not None:
             _Worker.memory.append([n, memory])
