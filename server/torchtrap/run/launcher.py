@@ -66,6 +66,8 @@ def remove_stale_folders(parent: str | os.PathLike[str] | None = None) -> list[P
     """Remove the run folders (`torchtrap-run-<pid>-*`) of this user whose
     process is gone: left by a run killed together with its watchdog."""
     removed: list[Path] = []
+    if os.name != "posix":  # pragma: no cover - os.kill(pid, 0) is no liveness test there
+        return removed
     base = Path(parent or tempfile.gettempdir())
     try:
         entries = list(base.glob(FOLDER_PREFIX + "*-*"))
