@@ -44,3 +44,39 @@ def test_later_epochs_read_no_memory(reads: list[int]) -> None:
 def test_twin_the_first_epoch_reads_it_at_batches_1_8_64(reads: list[int]) -> None:
     _batches(epoch=0, n=70)
     assert len(reads) == 3
+
+
+def _imported(script: str, cwd: Any) -> set[str]:
+    import subprocess
+    import sys
+
+    from tests.run.helpers import torchtrap_env
+
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "torchtrap", "run", script],
+        cwd=cwd,
+        env=torchtrap_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def test_a_clean_run_does_not_import_the_linter(tmp_path: Any) -> None:
+    """The fixed start-up cost: the CLI, not the rules (0.4 s of CPU)."""
+    (tmp_path / "clean.py").write_text("print('ok')\n")
+    modules = _imported("clean.py", tmp_path)
+    assert "torchtrap.run.launcher" in modules
+    assert "torchtrap.rules" not in modules and "torchtrap.engine" not in modules
+
+
+@pytest.mark.slow
+def test_twin_a_run_with_findings_imports_the_rules_for_their_fixes() -> None:
+    from tests.run.helpers import SCRIPTS
+
+    assert "torchtrap.rules" in _imported("tt215_fires.py", SCRIPTS)

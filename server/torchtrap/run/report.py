@@ -806,6 +806,8 @@ def _static_fixes(findings: list[RunFinding]) -> None:
     """Give each finding the fixes of its static rule's finding at the same
     place (its lines or a related line of the same file), where the static
     rule sees it too: the same edits `check --fix` makes."""
+    if not findings:
+        return  # nor import the linter: a clean run's report comes at once
     from torchtrap.engine import lint
     from torchtrap.rules import RULES_BY_CODE
 
