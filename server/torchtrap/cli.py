@@ -380,12 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["run"]:
         # The script's own options follow the script: argparse would claim them.
-        from torchtrap.run.command import run as run_command
+        from torchtrap.run.command import main as run_main
 
-        try:
-            return run_command(argparse.Namespace(words=words[1:]))
-        except KeyboardInterrupt:
-            return 130
+        return run_main(words[1:])
     parser = build_parser(words[0] if words else None)
     args = parser.parse_args(words)
     if not getattr(args, "func", None):

@@ -127,6 +127,7 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
         seen = [r for r in related if r.message.startswith("torchtrap-run:")]
         assert [r.location.range.start.line for r in seen] == [rng_line]
         assert "dataset.rng (numpy.random.Generator): the same state" in seen[0].message
+        assert "torch.initial_seed()" in seen[0].message  # what to do, as the static one says
         actions = await h.client.text_document_code_action_async(
             types.CodeActionParams(
                 text_document=types.TextDocumentIdentifier(uri),

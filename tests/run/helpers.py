@@ -16,6 +16,7 @@ SERVER = Path(__file__).resolve().parents[2] / "server"
 
 def torchtrap_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)  # what the launcher sets or not is under test
     env["PYTHONSAFEPATH"] = "1"  # as the editor starts the server
     # The checkout under test, not whichever one the environment installed (a git
     # worktree shares the main checkout's editable install); the launcher keeps it

@@ -9,7 +9,7 @@ when it changes, all of them when the next run (or report) replaces them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -18,7 +18,7 @@ from pygls.uris import from_fs_path
 
 from torchtrap.lsp.diagnostics import SEVERITIES, SOURCE
 from torchtrap.lsp.positions import to_lsp_range
-from torchtrap.run.report import RUN_SOURCE, RunFinding, RunReport
+from torchtrap.run.report import RUN_SOURCE, RunFinding, RunReport, docs_url
 from torchtrap.source import split_lines
 
 CONFIRMED = " (confirmed when run)"
@@ -32,9 +32,10 @@ def _file_lines(path: str) -> list[str]:
 
 
 class RunResults:
-    def __init__(self) -> None:
+    def __init__(self, docs: Callable[[str], str] = docs_url) -> None:
         self.by_uri: dict[str, list[RunFinding]] = {}
         self.report: RunReport | None = None
+        self.docs = docs  # the rule's page (the settings' docs base URL)
 
     def replace(self, report: RunReport) -> set[str]:
         """Take `report`'s findings; the URIs whose diagnostics change."""
@@ -81,6 +82,7 @@ class RunResults:
                     message=finding.message,
                     severity=SEVERITIES[finding.severity],
                     code=finding.code,
+                    code_description=types.CodeDescription(href=self.docs(finding.code)),
                     source=RUN_SOURCE,
                     related_information=related or None,
                     data={"run": True, "object": item.object, "measured": item.measured},

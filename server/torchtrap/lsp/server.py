@@ -218,7 +218,8 @@ class TorchTrapServer(LanguageServer):
         # interpreter -> the last probe's report, for "run the rest"
         self.probe_reports: dict[str, ProbeReport] = {}
         self.probe_cancels: dict[Any, Any] = {}  # request id -> threading.Event (probes, runs)
-        self.runs = RunResults()  # what the last `torchtrap run` found
+        # what the last `torchtrap run` found
+        self.runs = RunResults(lambda code: self.settings.docs_url(code))
         self.good_cell_texts: dict[str, str] = {}  # cell URI -> last text that parsed
         self.reported: set[str] = set()  # warnings already shown
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -57,10 +58,10 @@ def _same_dir(a: str, b: Path) -> bool:
         return False
 
 
-def script_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+def script_env(base: Mapping[str, str] | None = None, unbuffered: bool = True) -> dict[str, str]:
     """The environment of a script: `base` (default os.environ) without the variables
     that change how Python starts, and without torchtrap's own folder on PYTHONPATH
-    (unless torch lives there too), plus unbuffered UTF-8 output."""
+    (unless torch lives there too), plus UTF-8 output, unbuffered unless told not to."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _DROPPED}
     if env.get("PYTHONPATH") and not (_OWN_ROOT / "torch").is_dir():
         kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if not _same_dir(p, _OWN_ROOT)]
@@ -69,7 +70,8 @@ def script_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         else:
             del env["PYTHONPATH"]
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ inside the installed package
-    env["PYTHONUNBUFFERED"] = "1"  # a killed script still shows how far it got
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"  # a killed script still shows how far it got
     env["PYTHONIOENCODING"] = "utf-8"
     return env
 
@@ -215,7 +217,78 @@ def last_json_line(stdout: str) -> dict[str, Any] | None:
 
 
 # -- attached runs (`torchtrap run`): the user's own script ------------------------------
-_INTERRUPT_GRACE_S = 10.0  # after Ctrl+C, how long the script may take to unwind
+_CANCEL_GRACE_S = 10.0  # after the editor's cancel, how long the script may take to unwind
+_STILL_STOPPING_S = 2.0  # after Ctrl+C, when to say that a second one kills it
+
+# The watchdog: a bare interpreter in a session of its own (no terminal signal reaches
+# it) reading a pipe from this process. The pipe ends when this process ends; if it
+# ends without "done" (we were SIGKILLed, or crashed), the watchdog kills the script's
+# process group (DataLoader workers, spawned processes) and removes the run's folder.
+WATCHDOG = r"""
+import os, shutil, signal, sys, time
+folder = sys.argv[1]
+group = 0
+for line in sys.stdin:
+    word = line.split()
+    if word and word[0] == "group":
+        group = int(word[1])
+    elif word and word[0] == "done":
+        sys.exit(0)
+if group > 0:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+deadline = time.monotonic() + 10
+while os.path.exists(folder) and time.monotonic() < deadline:
+    # A process killed in the middle of a write may still create one more file.
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.exists(folder):
+        time.sleep(0.05)
+"""
+
+
+class Watchdog:
+    """Makes sure nothing outlives this process: if it dies without calling
+    `done()` (SIGKILL, a crash), the watched process group is killed and
+    `folder` removed. POSIX only; elsewhere a no-op."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        if os.name != "posix":  # pragma: no cover
+            return
+        self.proc = subprocess.Popen(
+            [_watchdog_python(), "-I", "-S", "-c", WATCHDOG, str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def _say(self, line: str) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.write(line.encode() + b"\n")
+                self.proc.stdin.flush()
+
+    def watch(self, group: int) -> None:
+        self._say(f"group {group}")
+
+    def done(self) -> None:
+        """The run ended and was cleaned up: the watchdog exits doing nothing."""
+        if self.proc is None:
+            return
+        self._say("done")
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+
+def _watchdog_python() -> str:
+    return sys.executable or "python3"
 
 
 @dataclass
@@ -224,7 +297,7 @@ class AttachedRun:
     seconds: float
     interrupted: bool = False  # Ctrl+C / SIGTERM / SIGHUP reached us and was passed on
     cancelled: bool = False  # `cancel` was set (the editor's cancel button)
-    killed: bool = False  # it did not stop within the grace period
+    killed: bool = False  # killed before it stopped (asked twice, or the cancel's grace)
 
 
 Sink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", text)
@@ -236,7 +309,7 @@ Sink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", text)
 # script alone: a worker killed by SIGTERM makes DataLoader raise inside the handler.
 _GROUP_SIGNALS = ("SIGHUP",)
 _SCRIPT_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGUSR2")
-# Those that ask the script to end: the grace period (and a second one's kill) applies.
+# Those that ask the script to end: a second one kills the group.
 _STOP_SIGNALS = ("SIGHUP", "SIGTERM")
 
 
@@ -288,15 +361,19 @@ def run_attached(
     env: Mapping[str, str],
     cancel: threading.Event | None = None,
     sink: Sink | None = None,
-    grace_s: float = _INTERRUPT_GRACE_S,
+    grace_s: float = _CANCEL_GRACE_S,
+    watchdog: Watchdog | None = None,
 ) -> AttachedRun:
     """Run `command` in its own process group with the caller's stdin, stdout
     and stderr (or, with `sink`, its output handed over line by line). Signals
     are passed on as they came: Ctrl+C and SIGHUP to the whole group (the
     script and its DataLoader workers), as a terminal would; SIGTERM, SIGUSR1
-    and SIGUSR2 to the script, as `kill` would. After Ctrl+C, SIGTERM or SIGHUP,
-    what has not exited `grace_s` seconds later, or after a second one, is
-    killed; processes the script leaves behind are killed when it exits."""
+    and SIGUSR2 to the script, as `kill` would. After Ctrl+C, SIGTERM or SIGHUP
+    the script takes as long as it needs (a checkpoint save); a second one
+    kills the group, as a second Ctrl+C ends Python's wait for its threads at
+    exit. After `cancel`, what has not exited `grace_s` seconds later is
+    killed. Processes the script leaves behind are killed when it exits;
+    `watchdog` kills the group if this process dies first."""
     kwargs: dict[str, Any] = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
@@ -317,6 +394,8 @@ def run_attached(
         proc: subprocess.Popen[str] = subprocess.Popen(
             list(command), cwd=cwd, env=dict(env), **kwargs
         )
+        if watchdog is not None:
+            watchdog.watch(proc.pid)  # start_new_session: the group id is its pid
         pumps = []
         if sink is not None:
             for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
@@ -327,6 +406,8 @@ def run_attached(
             _LIVE.add(proc)
         result = AttachedRun(returncode=None, seconds=0.0)
         stop_since: float | None = None
+        cancelled_at: float | None = None
+        told = False
         group_signals = _signal_numbers(_GROUP_SIGNALS)
         stop_signals = _signal_numbers(_STOP_SIGNALS)
 
@@ -367,12 +448,28 @@ def run_attached(
                     result.interrupted = True
                     stop(signal.SIGINT)
                     continue
-                if cancel is not None and cancel.is_set() and not result.cancelled:
+                now = time.monotonic()
+                if cancel is not None and cancel.is_set() and cancelled_at is None:
                     result.cancelled = True
+                    cancelled_at = now
                     stop(signal.SIGINT)
-                if stop_since is not None and time.monotonic() - stop_since > grace_s:
+                if cancelled_at is not None and now - cancelled_at > grace_s:
                     result.killed = True
                     _kill_group(proc)
+                if (
+                    stop_since is not None
+                    and not told
+                    and sink is None
+                    and now - stop_since > _STILL_STOPPING_S
+                ):
+                    told = True
+                    with contextlib.suppress(OSError, ValueError):
+                        print(
+                            "torchtrap run: waiting for the script to stop;"
+                            " Ctrl+C again kills it and its workers",
+                            file=sys.stderr,
+                            flush=True,
+                        )
         except BaseException:
             _kill_group(proc)
             proc.wait()

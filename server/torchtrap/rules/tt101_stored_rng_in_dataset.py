@@ -103,6 +103,12 @@ class StoredRngInDataset(Rule):
     does, also from a worker_init_fn in another file), and when the dataset re-creates or re-seeds
     it in `__getitem__`/`__iter__` (per item, or lazily per worker).
 
+    `torchtrap run` reports what it measures, whatever this static analysis
+    sees: a `random.Random`, numpy `Generator`/`RandomState` or
+    `torch.Generator` reachable from the dataset in the same state in two or
+    more DataLoader workers (or in one worker at the start of every epoch)
+    that the workers drew from, on the line that stores it.
+
     ## Why is this bad?
     A generator object on a dataset reaches every DataLoader worker with the
     same state, so all workers draw the same numbers and every epoch repeats

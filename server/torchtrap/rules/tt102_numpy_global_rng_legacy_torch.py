@@ -37,7 +37,7 @@ LIGHTNING = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
 class NumpyGlobalRngLegacyTorch(Rule):
     """
     ## What it does
-    For projects on torch < 1.9 only: finds a Dataset that draws from
+    Statically, for projects on torch < 1.9 only: finds a Dataset that draws from
     numpy's global generator (`np.random.randint(...)`, `np.random.rand()`,
     ...) in `__getitem__`/`__iter__` or a method they call; across files,
     at the DataLoader, a draw in any function the workers' code calls (a
@@ -46,13 +46,21 @@ class NumpyGlobalRngLegacyTorch(Rule):
     The torch version comes from `torch-version` in `[tool.torchtrap]`, else
     the torch installed in the interpreter running TorchTrap, else a pin in
     `requirements*.txt`/`pyproject.toml`; when it is unknown or >= 1.9 the
-    rule is silent. Severity as for TT101: **error** with a literal
+    static rule is silent. Severity as for TT101: **error** with a literal
     `num_workers > 0`, **warning** when the worker count is only known at run
     time, when a DataLoader with workers may receive the dataset, or when no
     DataLoader is visible in this file. Silent when every DataLoader using it
     has no workers, when its `worker_init_fn` seeds `np.random` (or is
     defined in another file: it usually does, on old torch), and when the
     dataset calls `np.random.seed(...)` itself in the worker.
+
+    `torchtrap run` reports on any torch version what it measures: numpy's
+    global generator in the same state in two or more DataLoader workers (or
+    in one worker at the start of every epoch) when the dataset drew from it.
+    On torch >= 1.9 that takes a `worker_init_fn` that reseeds it with a
+    constant (`np.random.seed(1234)`) or with the worker id alone (the same
+    numbers every epoch), which this static rule counts as seeding; the run
+    points at that `np.random.seed` call.
 
     ## Why is this bad?
     Before torch 1.9 DataLoader workers did not seed numpy's global
@@ -61,7 +69,8 @@ class NumpyGlobalRngLegacyTorch(Rule):
     random augmentation is repeated 4 times per round of batches (workers
     seeded `random` and `torch`, but not numpy). Torch 1.9 added numpy
     seeding to workers (#56488), so on newer torch the same code is fine
-    (measured on torch 2.13: distinct across workers, new each epoch).
+    (measured on torch 2.13: distinct across workers, new each epoch) unless
+    a `worker_init_fn` reseeds numpy with a constant.
 
     The safe fix adds PyTorch's `seed_worker` recipe: a `worker_init_fn`
     that seeds `np.random` from `torch.initial_seed()`, which differs per

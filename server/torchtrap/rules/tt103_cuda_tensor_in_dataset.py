@@ -101,6 +101,11 @@ class CudaTensorInDataset(Rule):
     brought back with `.cpu()`/`.item()`, and `.cuda()` outside Datasets
     (the training loop).
 
+    `torchtrap run` walks the dataset when a DataLoader with workers starts
+    (attributes, containers, closures, bound methods; bounded) and reports
+    the CUDA tensors it reaches, on the line that stores them, whichever
+    file built them.
+
     ## Why is this bad?
     A Dataset's CUDA tensors break in DataLoader workers: under fork a
     worker that touches one raises an error, and under spawn/forkserver they

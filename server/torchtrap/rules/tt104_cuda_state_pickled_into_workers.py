@@ -74,6 +74,10 @@ class CudaStatePickledIntoWorkers(Rule):
     pickled at all (measured: `PicklingError` / "Can't pickle local
     object"), a different failure.
 
+    `torchtrap run` walks `collate_fn`, `worker_init_fn` and the sampler
+    when a DataLoader with workers starts and reports the CUDA tensors it
+    reaches, on the line that stores them.
+
     ## Why is this bad?
     Under spawn and forkserver (Windows, macOS, and Linux from Python 3.14,
     whose default is forkserver) a DataLoader pickles its dataset,

@@ -47,6 +47,11 @@ class IterableDatasetNotSharded(Rule):
     DataLoader visibly loads it (one that gets it through an import the
     project cannot resolve, a third-party or dynamic one, is unknown).
 
+    `torchtrap run` compares the first 64 items each worker of an
+    IterableDataset yields and reports, on the dataset's `__iter__`, when
+    most of them came from more than one worker, whatever the class
+    mentions.
+
     ## Why is this bad?
     Each DataLoader worker gets its own copy of the dataset and calls
     `__iter__` on it; nothing splits the stream between them. Measured with

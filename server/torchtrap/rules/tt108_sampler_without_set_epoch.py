@@ -64,6 +64,10 @@ class SamplerWithoutSetEpoch(Rule):
     epoch; `accelerator.prepare(loader)` returns a loader that does), and
     when the loader or sampler is not evident (built in another file).
 
+    `torchtrap run` reports a shuffling `DistributedSampler` iterated a
+    second time with the same epoch, on the line that iterates it, wherever
+    the loader was built.
+
     ## Why is this bad?
     `DistributedSampler` shuffles with a generator seeded by `seed + epoch`,
     and its epoch only changes through `set_epoch`, so without it every

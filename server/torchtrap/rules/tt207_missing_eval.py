@@ -116,6 +116,12 @@ class MissingEval(Rule):
     in Lightning's validation/test/predict hooks (Lightning switches modes
     itself), and when the function has no known callers to pass the model in.
 
+    `torchtrap run` reports a module with Dropout/BatchNorm called under
+    `no_grad`/`inference_mode` in training mode twice at the same place with
+    no optimizer step in between, or with none after it (a teacher called
+    inside a training step is not an evaluation), on the line of the call,
+    also when the model or the helper is in another module.
+
     ## Why is this bad?
     `torch.no_grad()` only stops gradient recording; it does not switch
     layers to inference behaviour. In training mode, measured with torch

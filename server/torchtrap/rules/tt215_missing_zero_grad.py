@@ -40,6 +40,11 @@ class MissingZeroGrad(Rule):
     the optimizer or the model, and in Lightning or HF `Trainer` classes
     (the framework zeroes).
 
+    `torchtrap run` reports an `optimizer.step()` whose gradients are still
+    the ones of the previous step (no `zero_grad()` of the optimizer or a
+    module, nor `zero_()`, since), also inside classes and helpers this
+    static analysis does not follow.
+
     ## Why is this bad?
     `backward()` adds to `.grad` instead of replacing it, so without zeroing
     each step uses the sum of every gradient since the last zeroing.

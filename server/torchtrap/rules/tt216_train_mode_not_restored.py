@@ -44,6 +44,11 @@ class TrainModeNotRestored(Rule):
     `inference_context`), and in Lightning or HF `Trainer` classes. A model
     whose layers this file does not show is reported at information level.
 
+    `torchtrap run` reports an `optimizer.step()` after a forward pass in
+    which Dropout/BatchNorm ran in eval mode and every module holding the
+    stepped parameters was in eval mode (a frozen BatchNorm is not
+    reported), and names the line that put the model in eval mode.
+
     ## Why is this bad?
     `model.eval()` stays in effect until `model.train()`: every training step
     after the evaluation runs with Dropout off and BatchNorm normalizing with

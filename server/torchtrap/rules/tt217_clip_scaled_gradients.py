@@ -33,6 +33,11 @@ class ClipScaledGradients(Rule):
     `accelerator.clip_grad_norm_` and Lightning's own clipping (hooks of a
     `LightningModule` or `Callback`).
 
+    `torchtrap run` reports `clip_grad_norm_`/`clip_grad_value_` called after
+    an enabled `GradScaler.scale()` without `unscale_` before
+    `scaler.step()`, on the clipping line, also in a helper of another
+    module.
+
     ## Why is this bad?
     Until `unscale_` runs, every gradient is multiplied by the scale (65,536
     at the start), so the threshold is compared with a norm 65,536 times too

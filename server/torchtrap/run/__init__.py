@@ -11,7 +11,8 @@ Public API (the CLI and the language server):
 
 from __future__ import annotations
 
-from torchtrap.run.launcher import Target, run_checked
+from torchtrap.run.launcher import run_checked
 from torchtrap.run.report import RUN_SOURCE, RunReport, load_report
+from torchtrap.run.target import Target
 
 __all__ = ["RUN_SOURCE", "RunReport", "Target", "load_report", "run_checked"]

@@ -4,7 +4,11 @@ no orphans), and collects what the hooks wrote.
 
 The hooks package is copied into a fresh temporary folder, which also
 receives the hooks' event files; the folder is removed when the run ends,
-so that nothing is left behind but the report the user asked for."""
+so that nothing is left behind but the report the user asked for. Nothing
+outlives this process either: the script dies with it (a parent-death
+signal, Linux), a watchdog kills the script's process group and removes the
+folder when this process is killed (POSIX), and a run removes the folders
+of earlier runs whose process is gone (the folder's name holds its pid)."""
 
 from __future__ import annotations
 
@@ -13,14 +17,16 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torchtrap.probe.errors import ProbeError, TorchMissing
 from torchtrap.probe.interpreter import resolve_python, torch_missing_message
-from torchtrap.probe.process import Sink, run_attached, script_env
+from torchtrap.probe.process import Sink, Watchdog, run_attached, script_env
 from torchtrap.run.report import RunReport, build_report
+from torchtrap.run.target import Target
+
+__all__ = ["Target", "remove_stale_folders", "run_checked"]
 
 HOOKS_SOURCE = Path(__file__).resolve().parents[1] / "runtime_hooks"
 HOOKS_PACKAGE = "_torchtrap_run_hooks"
@@ -29,17 +35,6 @@ TORCH_MISSING_EXIT = 97  # runtime_hooks/boot.py
 BOOTSTRAP = (
     f"import sys; sys.path.insert(0, sys.argv[1]); from {HOOKS_PACKAGE}.boot import main; main()"
 )
-
-
-@dataclass(frozen=True)
-class Target:
-    """A script path, or a module name (`-m`)."""
-
-    value: str
-    module: bool = False
-
-    def describe(self) -> str:
-        return f"-m {self.value}" if self.module else self.value
 
 
 def _check_target(target: Target, cwd: Path) -> None:
@@ -52,6 +47,47 @@ def _check_target(target: Target, cwd: Path) -> None:
         raise ProbeError(f"{target.value}: no such file")
     if path.is_dir() and not (path / "__main__.py").exists():
         raise ProbeError(f"{target.value} is a folder without __main__.py")
+
+
+FOLDER_PREFIX = "torchtrap-run-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: leave its folder alone
+    return True
+
+
+def remove_stale_folders(parent: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the run folders (`torchtrap-run-<pid>-*`) of this user whose
+    process is gone: left by a run killed together with its watchdog."""
+    removed: list[Path] = []
+    if os.name != "posix":  # pragma: no cover - os.kill(pid, 0) is no liveness test there
+        return removed
+    base = Path(parent or tempfile.gettempdir())
+    try:
+        entries = list(base.glob(FOLDER_PREFIX + "*-*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text = entry.name[len(FOLDER_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            if not entry.is_dir() or entry.is_symlink():
+                continue
+            if hasattr(os, "getuid") and entry.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if not _alive(int(pid_text)):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 def _events(folder: Path) -> list[dict[str, Any]]:
@@ -89,8 +125,14 @@ def run_checked(
     _check_target(target, folder)
     if stop_after_steps < 0:
         raise ProbeError("--stop-after-steps must be positive")
-    options = {"stop_after_steps": stop_after_steps}
-    with tempfile.TemporaryDirectory(prefix="torchtrap-run-") as temp:
+    # The script checks that this process is its parent after asking for the
+    # parent-death signal (we may have died in between).
+    options = {"stop_after_steps": stop_after_steps, "parent": os.getpid()}
+    remove_stale_folders()
+    temp = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+    watchdog = None
+    try:
+        watchdog = Watchdog(temp)
         hooks_parent = Path(temp) / "lib"
         shutil.copytree(
             HOOKS_SOURCE,
@@ -110,11 +152,21 @@ def run_checked(
             target.value,
             *args,
         ]
+        # Output through a pipe (the editor) is shown as it comes; a terminal or a
+        # file gets the buffering it gets without `run` (an unbuffered stdout writes
+        # print()'s text and its newline apart: two processes' lines interleave).
+        env = script_env(unbuffered=sink is not None)
         try:
-            run = run_attached(command, cwd=folder, env=script_env(), cancel=cancel, sink=sink)
+            run = run_attached(
+                command, cwd=folder, env=env, cancel=cancel, sink=sink, watchdog=watchdog
+            )
         except OSError as exc:
             raise ProbeError(f"cannot run {interpreter}: {exc.strerror or exc}") from None
         events = _events(results)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+        if watchdog is not None:
+            watchdog.done()
     missing = next((e for e in events if e.get("kind") == "torch_missing"), None)
     if missing is not None and run.returncode == TORCH_MISSING_EXIT:
         version = str(missing.get("python", "?"))

@@ -4,6 +4,7 @@ document `--output` writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter, defaultdict
@@ -13,15 +14,39 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchtrap import __version__
-from torchtrap.findings import Finding, Range, RelatedLocation, Severity
+from torchtrap import RULE_DOCS_URL, __version__
+from torchtrap.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Range,
+    RelatedLocation,
+    Severity,
+)
 from torchtrap.run import locate
 
 if TYPE_CHECKING:
     from torchtrap.probe.process import AttachedRun
-    from torchtrap.run.launcher import Target
+    from torchtrap.run.target import Target
 
 SCHEMA_VERSION = 1
+# The rules a run confirms; each one's docs say what the run reports.
+RUN_CODES = frozenset(
+    {
+        "TT101",
+        "TT102",
+        "TT103",
+        "TT104",
+        "TT105",
+        "TT107",
+        "TT108",
+        "TT207",
+        "TT215",
+        "TT216",
+        "TT217",
+    }
+)
 RUN_SOURCE = "torchtrap-run"  # the diagnostics' source label in the editor
 MIB = 2**20
 # TT107: a worker whose private memory grows this much after its first batch
@@ -52,8 +77,18 @@ class RunFinding:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.finding.to_dict()
-        data.update(source=RUN_SOURCE, object=self.object, measured=self.measured)
+        data.update(
+            source=RUN_SOURCE,
+            object=self.object,
+            measured=self.measured,
+            docs=docs_url(self.finding.code),
+        )
         return data
+
+
+def docs_url(code: str) -> str:
+    """The rule's page, as `check`'s SARIF and the editor link it."""
+    return f"{RULE_DOCS_URL}{code}.md"
 
 
 @dataclass
@@ -70,6 +105,9 @@ class RunReport:
     crashed: str | None = None
     notes: list[str] = field(default_factory=list)
     started_at: str = ""
+    # Interrupted: where the script was, and the DataLoader batches in flight.
+    interrupted_at: dict[str, Any] | None = None
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +125,8 @@ class RunReport:
             "interrupted": self.interrupted,
             "crashed": self.crashed,
             "notes": self.notes,
+            "interrupted_at": self.interrupted_at,
+            "in_flight": self.in_flight,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -94,7 +134,7 @@ class RunReport:
         how = (
             f"stopped after {self.stopped_after_steps} optimizer steps"
             if self.stopped_after_steps
-            else "interrupted"
+            else self._interrupted()
             if self.interrupted
             else f"crashed ({self.crashed})"
             if self.crashed
@@ -103,6 +143,72 @@ class RunReport:
         found = len(self.findings)
         what = f"{found} finding{'s' if found != 1 else ''}" if found else "nothing found"
         return f"torchtrap run: {what} ({how}, {self.seconds:.1f} s)"
+
+    def _interrupted(self) -> str:
+        waiting = next((w for w in self.in_flight if w.get("kind") == "waiting"), None)
+        if waiting is not None and waiting.get("worker") is not None:
+            return (
+                f"interrupted while waiting for batch {waiting.get('batch')} from"
+                f" DataLoader worker {waiting['worker']}"
+            )
+        where = self.interrupted_at
+        if where:
+            return f"interrupted at {_short(where)}"
+        return "interrupted"
+
+
+def _short(where: dict[str, Any]) -> str:
+    path = str(where.get("file", "?"))
+    try:
+        rel = os.path.relpath(path)
+        path = path if rel.startswith("..") else rel
+    except ValueError:
+        pass
+    function = where.get("function")
+    inside = f" in {function}()" if function and function != "<module>" else ""
+    return f"{path}:{where.get('line')}{inside}"
+
+
+def in_flight_notes(items: list[dict[str, Any]]) -> list[str]:
+    """What a hung run was doing when interrupted: the batch the main process
+    waited for (and which worker had it), and where each busy worker was."""
+    notes = []
+    for item in items:
+        loader = item.get("loader_site")
+        at = f" (the DataLoader iterated at {_short(loader)})" if loader else ""
+        if item.get("kind") == "waiting":
+            if item.get("worker") is None:
+                continue
+            indices = item.get("indices")
+            what = f", items {_items(indices, item.get('size'))}" if indices is not None else ""
+            others = [w for b, w in item.get("outstanding") or () if b != item.get("batch")]
+            busy = (
+                f"; batches also in flight at workers {', '.join(map(str, sorted(set(others))))}"
+                if others
+                else ""
+            )
+            notes.append(
+                f"when interrupted, the main process was waiting for batch {item.get('batch')}"
+                f" from DataLoader worker {item['worker']}{what}{at}{busy}"
+            )
+        elif item.get("kind") == "worker_interrupted":
+            where = item.get("where")
+            place = f" at {_short(where)}" if where else ""
+            got = item.get("item")
+            which = f" on item {got!r}" if got is not None else ""
+            notes.append(
+                f"DataLoader worker {item.get('worker')} was fetching items"
+                f" {_items(item.get('indices'), None)}{which}{place}{at}"
+            )
+    return notes
+
+
+def _items(indices: Any, size: Any) -> str:
+    if not isinstance(indices, list):
+        return repr(indices)
+    shown = ", ".join(repr(i) for i in indices)
+    more = isinstance(size, int) and size > len(indices)
+    return f"[{shown}{', ...' if more else ''}]"
 
 
 def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
@@ -115,6 +221,13 @@ def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
         for r in data.get("related") or ()
         if isinstance(r, dict) and "range" in r
     )
+    fixes = []
+    for fix in data.get("fixes") or ():
+        if isinstance(fix, dict) and "title" in fix:
+            edits = tuple(Edit(rng(e["range"]), str(e["new_text"])) for e in fix.get("edits") or ())
+            made = Fix(str(fix["title"]), Applicability(fix.get("applicability", "unsafe")), list)
+            made._edits = edits
+            fixes.append(made)
     finding = Finding(
         code=str(data["code"]),
         name=str(data.get("name", "")),
@@ -122,6 +235,7 @@ def _finding_from_dict(data: dict[str, Any]) -> RunFinding:
         severity=Severity.parse(str(data.get("severity", "warning"))),
         range=rng(data["range"]),
         path=str(data.get("path", "")),
+        fixes=tuple(fixes),
         related=related,
     )
     measured = data.get("measured")
@@ -158,6 +272,8 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         crashed=doc.get("crashed"),
         notes=list(doc.get("notes") or ()),
         started_at=str(doc.get("started_at", "")),
+        interrupted_at=where if isinstance(where := doc.get("interrupted_at"), dict) else None,
+        in_flight=[i for i in doc.get("in_flight") or () if isinstance(i, dict)],
     )
 
 
@@ -239,7 +355,8 @@ def _cuda(b: _Builder, event: dict[str, Any]) -> None:
         f"{shown}: {count} CUDA tensor{'s' if count != 1 else ''} ({event.get('device')})"
         f" reachable from {what} when a DataLoader with {workers} workers started"
         f" (start method {method}): each worker gets them, pickled through CUDA IPC"
-        " or inherited by fork"
+        " or inherited by fork; keep CPU tensors there and move each batch to the GPU"
+        " in the training loop"
     )
     created, site = b.loader_sites(event.get("loader"))
     where, path = b.place(event.get("owner"), site, created)
@@ -278,6 +395,12 @@ def _rng_groups(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[Any,
     return groups
 
 
+_RNG_HELP = (
+    "create the generator in each worker (in worker_init_fn, or lazily in __getitem__)"
+    " seeded from torch.initial_seed(), which differs per worker and epoch"
+)
+
+
 def _same_state(
     b: _Builder,
     groups: dict[tuple[Any, Any], dict[Any, dict[str, Any]]],
@@ -314,7 +437,7 @@ def _same_state(
             f"{path} ({info.get('type')}): the same state in"
             f" {_workers_phrase(fact['n'], fact['total'])} of the DataLoader"
             f" (epoch {int(fact['epoch']) + 1}), and the workers drew from it: they produce"
-            " the same random numbers"
+            f" the same random numbers; {_RNG_HELP}"
         )
         b.add(
             "TT101",
@@ -348,7 +471,8 @@ def _same_state(
             where, file = b.place(info.get("owner"), created, site)
             message = (
                 f"{path} ({info.get('type')}): each worker starts every epoch from the same"
-                f" state ({len(seen)} epochs seen): every epoch repeats the same random numbers"
+                f" state ({len(seen)} epochs seen): every epoch repeats the same random numbers;"
+                f" {_RNG_HELP}"
             )
             b.add(
                 "TT101",
@@ -360,6 +484,26 @@ def _same_state(
                 [(created, "the DataLoader is created here")],
             )
             across[path] = {}
+
+
+_SEED_HELP = (
+    "seed it from torch.initial_seed() in worker_init_fn"
+    " (np.random.seed(torch.initial_seed() % 2**32)): different in each worker and epoch"
+)
+
+
+def _seed_site(workers: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where the worker_init_fn called np.random.seed: the line to change."""
+    return next((w["numpy_seed_site"] for w in workers if w.get("numpy_seed_site")), None)
+
+
+def _seed_related(
+    seeded: dict[str, Any] | None, created: dict[str, Any] | None
+) -> list[tuple[dict[str, Any] | None, str]]:
+    related: list[tuple[dict[str, Any] | None, str]] = [(created, "the DataLoader is created here")]
+    if seeded is not None:
+        related.insert(0, (seeded, "np.random.seed is called here in each worker"))
+    return related
 
 
 def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any]]]) -> None:
@@ -377,13 +521,22 @@ def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str,
         if n < 2:
             continue
         created, site = b.loader_sites(loader)
-        where, file = b.place(None, created, site)
+        seeded = _seed_site(workers.values())
+        where, file = b.place(None, seeded, created, site)
         message = (
             f"numpy's global random generator: the same state in {_workers_phrase(n, total)}"
             f" (epoch {int(epoch) + 1}), and the dataset drew from it: the workers produce the"
-            " same np.random numbers"
+            f" same np.random numbers; {_SEED_HELP}"
         )
-        b.add("TT102", message, where, file, "numpy.random", {"workers_same": n, "workers": total})
+        b.add(
+            "TT102",
+            message,
+            where,
+            file,
+            "numpy.random",
+            {"workers_same": n, "workers": total},
+            _seed_related(seeded, created),
+        )
         return
     by_worker: dict[tuple[Any, Any], list[tuple[Any, Any, bool]]] = defaultdict(list)
     for (loader, epoch), workers in groups.items():
@@ -397,13 +550,24 @@ def _numpy_global(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str,
         repeats = Counter(state for _, state, _ in seen)
         if len(seen) >= 2 and repeats.most_common(1)[0][1] >= 2 and any(d for _, _, d in seen):
             created, site = b.loader_sites(loader)
-            where, file = b.place(None, created, site)
+            seeded = _seed_site(
+                w for (lid, _e), ws in groups.items() if lid == loader for w in ws.values()
+            )
+            where, file = b.place(None, seeded, created, site)
             message = (
                 "numpy's global random generator: each worker starts every epoch from the"
                 f" same state ({len(seen)} epochs seen): every epoch repeats the same np.random"
-                " numbers"
+                f" numbers; {_SEED_HELP}"
             )
-            b.add("TT102", message, where, file, "numpy.random", {"epochs": len(seen)})
+            b.add(
+                "TT102",
+                message,
+                where,
+                file,
+                "numpy.random",
+                {"epochs": len(seen)},
+                _seed_related(seeded, created),
+            )
             return
 
 
@@ -432,11 +596,13 @@ def _iterable(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any
         total_items = sum(len(v) for v in lists.values())
         dup_items = sum(1 for v in lists.values() for fp in v if fp in shared)
         created, site = info.get("created"), info.get("site")
-        where, file = b.place(None, created, site)
+        iter_site = info.get("iter_site")
+        where, file = b.place(None, iter_site, created, site)
         message = (
             f"{info.get('dataset_type')}: {dup_items} of the {total_items} first items of"
             f" {len(lists)} workers were produced by more than one worker: every worker"
-            " iterates the whole stream"
+            " iterates the whole stream; in __iter__, give each worker its own share"
+            " (torch.utils.data.get_worker_info().id and .num_workers)"
         )
         b.add(
             "TT105",
@@ -445,6 +611,7 @@ def _iterable(b: _Builder, groups: dict[tuple[Any, Any], dict[Any, dict[str, Any
             file,
             "dataset",
             {"items": total_items, "duplicated": dup_items, "workers": len(lists)},
+            [(created, f"the DataLoader with {len(lists)} workers is created here")],
         )
 
 
@@ -502,6 +669,7 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
     site = event.get("site")
     where, path = b.place(None, site)
     obj = str(event.get("object", ""))
+    related: list[tuple[dict[str, Any] | None, str]] = []
     if code == "TT207":
         layers = ", ".join(event.get("layers") or ()) or "Dropout/BatchNorm"
         again = (
@@ -518,16 +686,20 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
         message = (
             f"{obj}.step() at step {event.get('step')}: the gradients are the ones of the"
             " previous step plus this one (nothing zeroed them in between): they accumulate"
-            " across steps"
+            " across steps; call optimizer.zero_grad() once per step, before backward()"
         )
         measured = {"step": event.get("step"), "sampled_parameters": event.get("sampled")}
     elif code == "TT216":
         message = (
             f"{obj}.step() at step {event.get('step')}: the forward pass ran with"
             f" {event.get('layer')} in eval mode and every module whose parameters this"
-            " step updates was in eval mode: the model trains in eval mode"
+            " step updates was in eval mode: the model trains in eval mode; call"
+            " model.train() after evaluating, before the next training step"
         )
         measured = {"step": event.get("step"), "layer": event.get("layer")}
+        eval_site = event.get("eval_site")
+        if isinstance(eval_site, dict):
+            related.append((eval_site, "the model was put in eval mode here"))
     elif code == "TT217":
         message = (
             f"{obj}: gradients clipped while still multiplied by the GradScaler's scale"
@@ -543,7 +715,7 @@ def _training(b: _Builder, event: dict[str, Any]) -> None:
         measured = {"epoch": event.get("epoch"), "replicas": event.get("replicas")}
     else:
         return
-    b.add(code, message, where, path, obj, measured)
+    b.add(code, message, where, path, obj, measured, related)
 
 
 def build_report(
@@ -576,12 +748,21 @@ def build_report(
     ]
     if not any(e.get("kind") == "hooks" for e in events):
         notes.append("the script never imported torch: nothing was checked")
+    in_flight = (
+        _in_flight(b, events)
+        if run.interrupted or run.cancelled or exit_event.get("interrupted")
+        else []
+    )
+    notes.extend(in_flight_notes(in_flight))
     if run.killed:
-        notes.append("the script did not stop within the grace period and was killed")
+        notes.append(
+            "the script was killed before it stopped (a second Ctrl+C, or 10 s after a cancel)"
+        )
     findings = sorted(
         b.findings.values(),
         key=lambda f: (f.finding.path, f.finding.range.start, f.finding.code),
     )
+    _static_fixes(findings)
     stopped = stop_after_steps if exit_event.get("stopped") else None
     return RunReport(
         command=[target.describe(), *args],
@@ -596,4 +777,62 @@ def build_report(
         crashed=exit_event.get("crashed"),
         notes=notes,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        interrupted_at=exit_event.get("interrupted_at"),
+        in_flight=in_flight,
     )
+
+
+def _in_flight(b: _Builder, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last epoch's waiting batch and interrupted workers of each loader."""
+    keep = ("kind", "loader", "epoch", "batch", "worker", "workers", "indices", "size")
+    found = []
+    for event in events:
+        if event.get("kind") not in ("waiting", "worker_interrupted"):
+            continue
+        item = {k: event[k] for k in keep if k in event}
+        for key in ("outstanding", "item", "where"):
+            if key in event:
+                item[key] = event[key]
+        loader = event.get("loader")
+        site = b.loaders.get(loader, {}).get("site") if isinstance(loader, int) else None
+        if isinstance(site, dict):
+            item["loader_site"] = {k: site.get(k) for k in ("file", "line", "function")}
+        found.append(item)
+    found.sort(key=lambda i: (i["kind"] != "waiting", repr(i.get("worker"))))
+    return found
+
+
+def _static_fixes(findings: list[RunFinding]) -> None:
+    """Give each finding the fixes of its static rule's finding at the same
+    place (its lines or a related line of the same file), where the static
+    rule sees it too: the same edits `check --fix` makes."""
+    if not findings:
+        return  # nor import the linter: a clean run's report comes at once
+    from torchtrap.engine import lint
+    from torchtrap.rules import RULES_BY_CODE
+
+    by_path: dict[str, list[RunFinding]] = defaultdict(list)
+    for item in findings:
+        by_path[item.finding.path].append(item)
+    for path, items in by_path.items():
+        source = locate.source_of(path)
+        codes = {i.finding.code for i in items}
+        if source is None:
+            continue
+        try:
+            static = lint(source, path, rules=[RULES_BY_CODE[c] for c in sorted(codes)])
+        except Exception:  # a rule's bug must not cost the run's report
+            continue
+        for item in items:
+            finding = item.finding
+            lines = set(range(finding.range.start.line, finding.range.end.line + 1))
+            lines.update(r.range.start.line for r in finding.related if r.path is None)
+            for other in static:
+                if (
+                    other.code == finding.code
+                    and other.fixes
+                    and any(other.range.contains_line(line) for line in lines)
+                ):
+                    fixes = tuple(fix.detached() for fix in other.fixes)
+                    item.finding = dataclasses.replace(finding, fixes=fixes)
+                    break

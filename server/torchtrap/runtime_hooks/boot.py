@@ -80,6 +80,25 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _die_with_launcher(parent: Any) -> None:
+    """Linux: SIGKILL when the launcher (`torchtrap run`) dies, so that the
+    script never outlives it (its watchdog kills the workers and the rest of
+    the group). The launcher may have died before the request: check."""
+    if not sys.platform.startswith("linux") or not isinstance(parent, int):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except Exception:
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _finish(status: dict[str, Any]) -> None:
     if os.getpid() != events.STATE.main_pid:
         return  # a forked child of the script: the parent reports
@@ -95,6 +114,16 @@ def _finish(status: dict[str, Any]) -> None:
     events.emit(status)
 
 
+def _innermost_user_frame(tb: Any) -> Dict[str, Any] | None:
+    where = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if events._is_user_file(code.co_filename):
+            where = {"file": code.co_filename, "line": tb.tb_lineno, "function": code.co_name}
+        tb = tb.tb_next
+    return where
+
+
 def _trimmed(tb: Any) -> Any:
     """The traceback without this bootstrap's and runpy's frames."""
     skip = ("runpy", __name__)  # runpy's frames read "<frozen runpy>" on 3.11+
@@ -108,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     hooks_parent, result_dir, options_text, mode, target = args[:5]
     rest = args[5:]
     options = json.loads(options_text)
+    _die_with_launcher(options.get("parent"))
     events.configure(result_dir)
     if importlib.util.find_spec("torch") is None:
         events.emit({"kind": "torch_missing", "python": sys.version.split()[0]})
@@ -143,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
             raise  # Python prints a message and exits with its status
     except KeyboardInterrupt as exc:
         status["interrupted"] = True
+        where = _innermost_user_frame(exc.__traceback__)
+        if where is not None:
+            status["interrupted_at"] = where
         _finish(status)
         _print_exception(exc)
         signal.signal(signal.SIGINT, signal.SIG_DFL)

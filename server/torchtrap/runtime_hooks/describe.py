@@ -27,6 +27,19 @@ def owner_info(owner: Any, attr: str) -> dict[str, Any] | None:
     return {"file": os.path.abspath(filename), "class": klass.__qualname__, "attr": attr}
 
 
+def method_site(obj: Any, name: str) -> dict[str, Any] | None:
+    """Where `type(obj).<name>` is defined (its `def` line)."""
+    function = getattr(type(obj), name, None)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    return {
+        "file": os.path.abspath(code.co_filename),
+        "line": code.co_firstlineno,
+        "function": name,
+    }
+
+
 def rng_kind(obj: Any) -> str | None:
     import random
 

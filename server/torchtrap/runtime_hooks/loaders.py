@@ -10,6 +10,8 @@ and return its result unchanged."""
 
 from __future__ import annotations
 
+import collections
+import sys
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -19,14 +21,19 @@ from .walk import Stats, walk
 MAX_CUDA_PATHS = 3
 MAX_ITEMS_PER_WORKER = 64
 BIG_CONTAINER = 10000  # items: smaller ones fit in a few pages
-# Reading smaps_rollup walks the worker's page tables (milliseconds with torch
-# mapped): a few reads, growing apart.
+# Reading smaps_rollup walks the worker's page tables (6 ms of CPU with torch
+# mapped, measured): a few reads, growing apart, in the loader's first epoch only
+# (later epochs' workers copy the same pages again: nothing new to learn, and
+# two reads per worker per epoch were most of what `run` cost a short epoch).
 MEMORY_BATCHES = (1, 8, 64, 512, 4096)
 
 _CREATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _EPOCHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NEXT_ID = [0]
+_ITERATORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # iterator -> ctx
+SENT_KEPT = 256  # (batch number, indices) sent to workers, kept per iterator
+MAX_INDICES = 16  # indices of a batch named in the report
 
 
 def is_cuda(obj: Any) -> bool:
@@ -72,13 +79,136 @@ def install(torch: Any) -> None:
         try:
             self.worker_init_fn = WorkerInit(user_init, ctx)
             self.collate_fn = Collate(user_collate, ctx)
-            return original_get_iterator(self)
+            iterator = original_get_iterator(self)
         finally:
             self.worker_init_fn, self.collate_fn = user_init, user_collate
+        try:
+            _ITERATORS[iterator] = ctx
+        except TypeError:
+            pass
+        return iterator
 
     __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
     DataLoader.__init__ = __init__  # type: ignore[method-assign]
     DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
+    _watch_waiting()
+
+
+# -- a hung run: which worker, which batch, which item ---------------------------
+def _watch_waiting() -> None:
+    """On Ctrl+C in the main process, note the batch the iterator was waiting
+    for and the worker it was sent to (one frame and one deque append per
+    batch; nothing is written unless interrupted)."""
+    from torch.utils.data import dataloader
+
+    cls = getattr(dataloader, "_MultiProcessingDataLoaderIter", None)
+    if cls is None or not hasattr(cls, "_next_data") or not hasattr(cls, "_next_index"):
+        return
+    original_next_data = cls._next_data
+    original_next_index = cls._next_index
+
+    def _next_index(self: Any) -> Any:
+        index = original_next_index(self)
+        sent = self.__dict__.get("_torchtrap_sent")
+        if sent is None:
+            sent = self.__dict__["_torchtrap_sent"] = collections.deque(maxlen=SENT_KEPT)
+        sent.append((getattr(self, "_send_idx", None), index))
+        return index
+
+    def _next_data(self: Any) -> Any:
+        try:
+            return original_next_data(self)
+        except KeyboardInterrupt:
+            try:
+                _note_waiting(self)
+            except Exception:
+                pass
+            raise
+
+    cls._next_index = _next_index
+    cls._next_data = _next_data
+
+
+def _indices(index: Any) -> Any:
+    if isinstance(index, (list, tuple)):
+        return [_plain(i) for i in index[:MAX_INDICES]]
+    return _plain(index)
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (int, str, float)) else repr(value)[:80]
+
+
+def _note_waiting(iterator: Any) -> None:
+    ctx = _ITERATORS.get(iterator) or {}
+    batch = getattr(iterator, "_rcvd_idx", None)
+    tasks = getattr(iterator, "_task_info", {}) or {}
+    sent = dict(iterator.__dict__.get("_torchtrap_sent") or ())
+    outstanding = sorted(
+        (idx, info[0]) for idx, info in tasks.items() if isinstance(info, tuple) and len(info) == 1
+    )
+    waiting = tasks.get(batch)
+    worker = waiting[0] if isinstance(waiting, tuple) and len(waiting) == 1 else None
+    event = {
+        "kind": "waiting",
+        "loader": ctx.get("loader"),
+        "epoch": ctx.get("epoch"),
+        "batch": batch,
+        "worker": worker,
+        "workers": ctx.get("workers"),
+        "outstanding": [[idx, w] for idx, w in outstanding[:8]],
+    }
+    if batch in sent:
+        index = sent[batch]
+        event["indices"] = _indices(index)
+        event["size"] = len(index) if isinstance(index, (list, tuple)) else 1
+    events.emit(event)
+
+
+def _watch_fetch() -> None:
+    """In a worker: on Ctrl+C while it fetches a batch, note the batch, the
+    item and the user's line it was on."""
+    from torch.utils.data._utils import fetch
+
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch, name, None)
+        original = getattr(cls, "__dict__", {}).get("fetch")
+        if cls is None or original is None or getattr(original, "_torchtrap", False):
+            continue
+
+        def wrapper(self: Any, index: Any, _original: Any = original) -> Any:
+            try:
+                return _original(self, index)
+            except KeyboardInterrupt:
+                try:
+                    _note_interrupted(index, sys.exc_info()[2])
+                except Exception:
+                    pass
+                raise
+
+        wrapper._torchtrap = True  # type: ignore[attr-defined]
+        cls.fetch = wrapper
+
+
+def _note_interrupted(index: Any, tb: Any) -> None:
+    item: Any = None
+    where = None
+    fetch_file = None
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if code.co_filename.endswith("fetch.py") and "idx" in frame.f_locals:
+            fetch_file = code.co_filename
+            item = frame.f_locals.get("idx")
+        if events._is_user_file(code.co_filename):
+            where = {"file": code.co_filename, "line": tb.tb_lineno, "function": code.co_name}
+        tb = tb.tb_next
+    extra: Dict[str, Any] = {"indices": _indices(index)}
+    if fetch_file is not None and item is not None:
+        extra["item"] = _plain(item)
+    if where is not None:
+        extra["where"] = where
+    _worker_event("worker_interrupted", **extra)
 
 
 def _loader_id(loader: Any) -> int:
@@ -125,6 +255,7 @@ def _on_start(loader: Any) -> dict[str, Any]:
             "dataset_type": type(loader.dataset).__qualname__,
             "site": site,
             "created": _CREATED.get(loader),
+            "iter_site": describe.method_site(loader.dataset, "__iter__") if iterable else None,
         }
     )
     if epoch == 0:
@@ -254,20 +385,56 @@ class WorkerInit:
 
     def __call__(self, worker_id: int) -> Any:
         result = None
+        seeds: List[Dict[str, Any]] = []
         if self.user_fn is not None:
-            result = self.user_fn(worker_id)
+            restore = _watch_numpy_seed(seeds)
+            try:
+                result = self.user_fn(worker_id)
+            finally:
+                restore()
         try:
-            _start_worker(self.ctx, worker_id)
+            _start_worker(self.ctx, worker_id, seeds[-1] if seeds else None)
         except Exception:
             pass
         return result
 
 
-def _start_worker(ctx: dict[str, Any], worker_id: int) -> None:
+def _watch_numpy_seed(seeds: List[Dict[str, Any]]) -> Any:
+    """While the user's worker_init_fn runs: where it calls np.random.seed
+    (TT102 points at that line, the one to change)."""
+    np = sys.modules.get("numpy")
+    random = getattr(np, "random", None)
+    original = getattr(random, "seed", None)
+    if random is None or original is None:
+        return lambda: None
+
+    def seed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            site = events.user_site()
+            if site is not None:
+                seeds.append(site)
+        except Exception:
+            pass
+        return original(*args, **kwargs)
+
+    random.seed = seed
+
+    def restore() -> None:
+        random.seed = original
+
+    return restore
+
+
+def _start_worker(ctx: dict[str, Any], worker_id: int, seed_site: Any = None) -> None:
     from torch.utils.data import get_worker_info
 
     if events.STATE.result_dir != ctx["result_dir"]:
+        import os
+
+        import torch
+
         events.configure(ctx["result_dir"])  # a spawned worker starts without the hooks
+        events.add_skip_dir(os.path.dirname(os.path.abspath(str(torch.__file__))))
     events.STATE.seen = set()
     _Worker.ctx = ctx
     _Worker.worker_id = worker_id
@@ -275,11 +442,16 @@ def _start_worker(ctx: dict[str, Any], worker_id: int) -> None:
     _Worker.items = []
     _Worker.memory = []
     info = get_worker_info()
+    try:
+        _watch_fetch()
+    except Exception:
+        pass
     _Worker.rngs = _rngs(info.dataset) if info is not None else {}
     _worker_event(
         "worker",
         rngs=_public(_Worker.rngs),
         numpy_global=describe.numpy_global_fingerprint(),
+        numpy_seed_site=seed_site,
     )
 
 
@@ -311,7 +483,7 @@ def _observe(ctx: dict[str, Any], batch: Any) -> None:
         _worker_event(
             "worker_used", used=used, numpy_global_after=describe.numpy_global_fingerprint()
         )
-    if n in MEMORY_BATCHES:
+    if n in MEMORY_BATCHES and not ctx.get("epoch"):
         memory = describe.private_memory()
         if memory is not None:
             _Worker.memory.append([n, memory])

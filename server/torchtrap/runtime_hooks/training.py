@@ -58,6 +58,9 @@ _STOCHASTIC_TYPES: tuple = ()
 _GRAD_ENABLED: Any = None  # torch.is_grad_enabled, bound at install
 _REGISTER: Any = None  # torch.nn.modules.module.register_module_forward_pre_hook
 _HOOK: List[Any] = [None]  # the global forward pre-hook's handle while it is installed
+# TT216: where each module was last put in eval mode (`.eval()`, `.train(False)`).
+_EVAL_SITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_IN_TRAIN = [False]  # Module.train recurses into children: note the outermost call only
 
 
 def install(torch: Any, stop_after: int) -> None:
@@ -84,6 +87,7 @@ def install(torch: Any, stop_after: int) -> None:
         optimizer.register_optimizer_step_pre_hook(_step_pre_hook)
         optimizer.register_optimizer_step_post_hook(_step_post_hook)
     _wrap_zeroing(torch)
+    _wrap_mode(nn.Module)
     _wrap_scaler(torch)
     _wrap_clipping(torch)
     _wrap_distributed_sampler(torch)
@@ -337,6 +341,43 @@ def _check_eval_step(optimizer: Any) -> None:
     _eval_step(optimizer, trains)
 
 
+def _wrap_mode(module_type: Any) -> None:
+    """Note where a module is put in eval mode (a call per `.eval()`, not per
+    step or module call)."""
+    original = module_type.__dict__.get("train")
+    if not callable(original):
+        return
+
+    def train(self: Any, mode: bool = True) -> Any:
+        if _IN_TRAIN[0]:
+            return original(self, mode)
+        _IN_TRAIN[0] = True
+        try:
+            if not mode:
+                try:
+                    _EVAL_SITES[self] = events.user_site()
+                except TypeError:
+                    pass
+            return original(self, mode)
+        finally:
+            _IN_TRAIN[0] = False
+
+    train.__wrapped__ = original  # type: ignore[attr-defined]
+    train.__doc__ = original.__doc__
+    module_type.train = train
+
+
+def _eval_site(modules: List[Any]) -> Any:
+    for module in modules:
+        try:
+            site = _EVAL_SITES.get(module)
+        except TypeError:
+            continue
+        if site is not None:
+            return site
+    return None
+
+
 def _held(optimizer: Any) -> set:
     return {id(p) for group in optimizer.param_groups for p in group["params"]}
 
@@ -381,6 +422,8 @@ def _eval_step(optimizer: Any, trains: _Trains) -> None:
         return  # part of the model trains: a frozen BatchNorm is on purpose
     trains.reported = True
     site = events.user_site(4)
+    roots = [r() for r in trains.roots]
+    eval_site = _eval_site([m for m in roots if m is not None] + owners + [layer])
     events.emit(
         {
             "kind": "finding",
@@ -390,6 +433,7 @@ def _eval_step(optimizer: Any, trains: _Trains) -> None:
             "step": STATE.steps + 1,
             "layer": type(layer).__name__,
             "owners": len(owners),
+            "eval_site": eval_site,
         },
         key="TT216:%s" % (site and (site["file"], site["line"]),),
     )
