@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchtrap import __version__
 from torchtrap.findings import Finding, Range, RelatedLocation, Severity
-from torchtrap.run import locate
+from torchtrap.run import locate, losses
 
 if TYPE_CHECKING:
     from torchtrap.probe.process import AttachedRun
@@ -36,8 +36,11 @@ MIN_ITEMS = 4
 
 def _rule(code: str) -> tuple[str, Severity]:
     from torchtrap.rules import RULES_BY_CODE
+    from torchtrap.run.losses import RUNTIME_ONLY
 
-    rule = RULES_BY_CODE[code]  # every run check confirms a registered rule
+    if code in RUNTIME_ONLY:  # a check no static rule can make
+        return RUNTIME_ONLY[code]
+    rule = RULES_BY_CODE[code]  # every other run check confirms a registered rule
     return rule.name, rule.default_severity
 
 
@@ -559,7 +562,9 @@ def build_report(
     locate.clear()
     for event in events:
         if event.get("kind") == "finding":
-            if event.get("code") in ("TT103", "TT104"):
+            if event.get("code") in losses.CODES:
+                losses.add(b, event)
+            elif event.get("code") in ("TT103", "TT104"):
                 _cuda(b, event)
             else:
                 _training(b, event)
