@@ -20,7 +20,7 @@ FIRES = {
     # log of a ReLU output in a loss helper: NaN at the first step
     "ttr201_fires": [("TTR201", "ttr201_fires", "counts * torch.log(rate)", "log")],
     # an AverageMeter in another module sums the loss tensors
-    "tt214_fires": [("TT214", "meters", "self.sum += val * n", "loss")],
+    "tt214_fires": [("TT214", "meters", "self.sum += val * n", "AverageMeter.sum")],
     # a list keeps every loss tensor
     "tt214_list_fires": [("TT214", "tt214_list_fires", "history.append(loss)", "history")],
     "ttr202_fires": [("TTR202", "ttr202_fires", "loss = criterion(pred, y)", "mse_loss")],

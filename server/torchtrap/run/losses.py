@@ -131,8 +131,9 @@ def _kept(b: _Builder, event: dict[str, Any]) -> None:
             " step; append `loss.item()` (or `loss.detach()`)"
         )
     elif how == "op":
+        into = f" (`{holder}`)" if holder else ""
         message = (
-            f"{seen}: this line adds each step's loss, with its autograd graph, to a tensor"
+            f"{seen}: this line adds each step's loss, with its autograd graph, to a tensor{into}"
             " that lives across steps, which links every step's graph into one:"
             " memory grows every step; add `loss.item()` (or `loss.detach()`)"
         )

@@ -592,6 +592,10 @@ class _Watch:
             site = dict(frames[0])
             site["callers"] = frames[1:]
             event.update(site=site, how="op", op=keeper["op"])
+            kept = keeper["ref"]()
+            if kept is not None:
+                event.update(_name_holder(kept))
+            kept = None
         elif self.holders:
             holder = next(iter(self.holders.values()))
             event.update(site=self.backward_site, how="holder")
@@ -604,25 +608,43 @@ class _Watch:
 
 def _name_holder(holder: Any) -> Dict[str, Any]:
     """Who holds a container: a module global or an object's attribute."""
+    info: Dict[str, Any] = {"holder_type": type(holder).__name__}
+    if isinstance(holder, (list, deque, set, dict, tuple)):
+        info["holder_length"] = len(holder)
+    for ref in gc.get_referrers(holder):
+        if isinstance(ref, dict):
+            key = _key_of(ref, holder)
+            if key is None:
+                continue
+            if isinstance(ref.get("__name__"), str) and ref.get("__name__") != key:
+                info.update(holder_name=key, holder_module=ref["__name__"])
+                return info
+            owners = [o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref]
+            if owners:
+                return _attribute(info, owners[0], key)
+        elif not isinstance(ref, (type, types.ModuleType, types.FunctionType, types.FrameType)):
+            # Python 3.11+ keeps an object's attributes inline: it refers to them itself.
+            attributes = getattr(ref, "__dict__", None)
+            key = _key_of(attributes, holder) if isinstance(attributes, dict) else None
+            if key is not None:
+                return _attribute(info, ref, key)
+    return info
+
+
+def _key_of(mapping: Dict[Any, Any], value: Any) -> Optional[str]:
+    for key, item in list(mapping.items()):
+        if item is value and isinstance(key, str):
+            return key
+    return None
+
+
+def _attribute(info: Dict[str, Any], obj: Any, key: str) -> Dict[str, Any]:
     from .describe import owner_info
 
-    info: Dict[str, Any] = {"holder_type": type(holder).__name__, "holder_length": len(holder)}
-    for ref in gc.get_referrers(holder):
-        if not isinstance(ref, dict):
-            continue
-        for key, value in list(ref.items()):
-            if value is holder and isinstance(key, str):
-                if "__name__" in ref and isinstance(ref.get("__name__"), str):
-                    info["holder_name"] = key
-                    info["holder_module"] = ref["__name__"]
-                    return info
-                for obj in gc.get_referrers(ref):
-                    if getattr(obj, "__dict__", None) is ref:
-                        info["holder_name"] = "%s.%s" % (type(obj).__name__, key)
-                        owner = owner_info(obj, key)
-                        if owner is not None:
-                            info["owner"] = owner
-                        return info
+    info["holder_name"] = "%s.%s" % (type(obj).__name__, key)
+    owner = owner_info(obj, key)
+    if owner is not None:
+        info["owner"] = owner
     return info
 
 
