@@ -158,7 +158,9 @@ def _kept(b: _Builder, event: dict[str, Any]) -> None:
         for k in ("step", "kept", "watched", "first_kept", "how", "holder_name", "holder_length")
         if event.get(k) is not None
     }
-    b.add("TT214", message, where, path, str(holder or event.get("op") or "loss"), measured, related)
+    b.add(
+        "TT214", message, where, path, str(holder or event.get("op") or "loss"), measured, related
+    )
 
 
 def _broadcast(b: _Builder, event: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ GRAPH_WINDOW = 64  # the latest losses whose graphs are watched
 GRAPH_CHECK_EVERY = 8  # backward calls between two looks at them
 GRAPH_KEPT = 8  # graphs of earlier steps still alive that make a finding
 WATCH_BACKWARDS = 2  # the keeper watch covers this many backward calls
+TRACE_TRIES = 4  # backward calls that may show the bad operation's line (a GAN has two a step)
 MAX_NODES = 20000  # the walk over a non-finite loss's graph
 VIEW_HOPS = 4  # from a log's input back to a softmax/sigmoid
 REGRESSION_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
@@ -126,7 +127,7 @@ def finish() -> None:
     except Exception:
         pass
     if STATE.trace is not None:
-        _resolve_trace(None)
+        _resolve_trace()
     if STATE.watch is not None:
         STATE.watch.resolve()
 
@@ -138,7 +139,7 @@ def _before(loss: Any) -> bool:
     torch = _TORCH[0]
     STATE.backwards += 1
     if STATE.trace is not None:
-        _resolve_trace(loss)
+        _try_trace(loss)
     if STATE.watch is not None:
         STATE.watch.backward()
     if not STATE.nonfinite_done:
@@ -243,10 +244,35 @@ def _nonfinite(torch: Any, value: Any, step: int, walked_step: int) -> None:
     torch_anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
     STATE.anomaly_before = torch_anomaly
     torch.set_anomaly_enabled(True, False)
-    STATE.trace = {"event": event, "path": found["path"], "node_type": found["op_node"]}
+    STATE.trace = {
+        "event": event,
+        "path": found["path"],
+        "node_type": found["op_node"],
+        "tries": 0,
+    }
 
 
-def _resolve_trace(loss: Any) -> None:
+def _try_trace(loss: Any) -> None:
+    """A backward after the bad one: its graph, built with anomaly mode on,
+    may hold the same operation with the stack that made it (another loss's
+    graph, or one built before, does not: then wait for the next)."""
+    trace = STATE.trace
+    assert trace is not None
+    site = None
+    try:
+        node = _follow(loss.grad_fn, trace["path"], trace["node_type"])
+        site = _traceback_site(node) if node is not None else None
+    except Exception:
+        pass
+    trace["tries"] += 1
+    if site is not None:
+        trace["event"]["producer_site"] = site
+        trace["event"]["line_from_step"] = STATE.backwards
+    if site is not None or trace["tries"] >= TRACE_TRIES:
+        _resolve_trace()
+
+
+def _resolve_trace() -> None:
     trace, STATE.trace = STATE.trace, None
     torch = _TORCH[0]
     before = STATE.anomaly_before
@@ -254,17 +280,7 @@ def _resolve_trace(loss: Any) -> None:
         torch.set_anomaly_enabled(before[0], before[1])
         STATE.anomaly_before = None
     assert trace is not None
-    event = trace["event"]
-    try:
-        if loss is not None:
-            node = _follow(loss.grad_fn, trace["path"], trace["node_type"])
-            site = _traceback_site(node) if node is not None else None
-            if site is not None:
-                event["producer_site"] = site
-                event["line_from_step"] = STATE.backwards
-    except Exception:
-        pass
-    events.emit(event, key="TTR201")
+    events.emit(trace["event"], key="TTR201")
 
 
 def _follow(root: Any, path: List[int], node_type: str) -> Any:
@@ -278,7 +294,8 @@ def _follow(root: Any, path: List[int], node_type: str) -> Any:
     if node is not None and type(node).__name__ == node_type:
         return node
     # Another shape of graph: the first node of that type, breadth first.
-    queue, seen = deque([root]), set()
+    queue: deque = deque([root])
+    seen: set = set()
     while queue and len(seen) < MAX_NODES:
         node = queue.popleft()
         if node is None or node in seen:
@@ -304,7 +321,11 @@ def _traceback_site(node: Any) -> Optional[Dict[str, Any]]:
         for match in _FRAME.finditer(str(entry)):
             if events._is_user_file(match.group(1)):
                 found.append(
-                    {"file": match.group(1), "line": int(match.group(2)), "function": match.group(3)}
+                    {
+                        "file": match.group(1),
+                        "line": int(match.group(2)),
+                        "function": match.group(3),
+                    }
                 )
     if not found:
         return None
@@ -733,6 +754,13 @@ def _check_loss_arguments(name: str, args: Any, kwargs: Any) -> bool:
     return broadcast
 
 
+def _numel(shape: Any) -> int:
+    total = 1  # math.prod is Python 3.8+; the hooks run on 3.7
+    for size in shape:
+        total *= int(size)
+    return total
+
+
 def _loss_arguments(
     torch: Any, name: str, data: Any, target: Any, broadcast: bool, low: bool
 ) -> None:
@@ -747,7 +775,7 @@ def _loss_arguments(
             shape = tuple(torch.broadcast_shapes(data.shape, target.shape))
         except RuntimeError:
             shape = None  # torch raises on the call itself
-        if shape is not None and math.prod(shape) > max(data.numel(), target.numel()):
+        if shape is not None and _numel(shape) > max(data.numel(), target.numel()):
             events.emit(
                 {
                     "kind": "finding",
