@@ -68,7 +68,12 @@ def _nonfinite(b: _Builder, event: dict[str, Any]) -> None:
     elif op:
         zeros, negative = event.get("input_zeros"), event.get("input_negative")
         numel = event.get("input_numel")
-        detail = f": `{op}` made the first non-finite value from finite inputs"
+        detail = (
+            f": `{op}` made the first non-finite value from finite inputs"
+            if event.get("inputs_seen", True)
+            else f": `{op}` is the first operation seen with a non-finite output (its inputs"
+            " were not kept to check)"
+        )
         if event.get("source") == "probability":
             detail = (
                 f": `{op}` of a {event.get('probability')} output that holds"

@@ -420,7 +420,9 @@ def _producer(torch: Any, root: Any) -> Optional[Dict[str, Any]]:
     )
     if best:
         node = max(best, key=lambda n: len(paths[n]))
-        return _describe_producer(torch, node, paths[node], saved_input.get(node))
+        found = _describe_producer(torch, node, paths[node], saved_input.get(node))
+        found["inputs_seen"] = bad[node] == "recomputed" or node in has_input
+        return found
     if leaves:
         tensor, consumer = leaves[0]
         return {
@@ -502,20 +504,26 @@ class _Watch:
 
     # containers ---------------------------------------------------------------
     def _find_holders(self, tensors: List[Any]) -> None:
+        # Each gc.get_referrers call walks every object the collector tracks
+        # (about 0.1 s with torch loaded): one walk for all the tensors, one
+        # for the dicts and tuples that hold them.
         mine = {id(self), id(STATE.window), id(tensors)}
-        for tensor in tensors[-3:]:
-            for ref in gc.get_referrers(tensor):
-                if id(ref) in mine or isinstance(ref, types.FrameType):
+        inner: List[Any] = []
+        for ref in gc.get_referrers(*tensors[-3:]):
+            if id(ref) in mine or isinstance(ref, types.FrameType):
+                continue
+            if isinstance(ref, (list, deque, set)):
+                self.holders.setdefault(id(ref), {"holder": ref})
+            elif isinstance(ref, (dict, tuple)):
+                inner.append(ref)
+        mine.add(id(inner))
+        if inner and not self.holders:
+            for outer in gc.get_referrers(*inner[:8]):
+                if id(outer) in mine or isinstance(outer, types.FrameType):
                     continue
-                if isinstance(ref, (list, deque, set)):
-                    self.holders.setdefault(id(ref), {"holder": ref})
-                elif isinstance(ref, (dict, tuple)):
-                    for outer in gc.get_referrers(ref):
-                        if id(outer) in mine or isinstance(outer, types.FrameType):
-                            continue
-                        if isinstance(outer, (list, deque, set)):
-                            self.holders.setdefault(id(outer), {"holder": outer})
-        for info in self.holders.values():
+                if isinstance(outer, (list, deque, set)):
+                    self.holders.setdefault(id(outer), {"holder": outer})
+        for info in list(self.holders.values())[:2]:
             info.update(_name_holder(info["holder"]))
 
     def start(self) -> None:
