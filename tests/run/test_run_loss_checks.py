@@ -17,6 +17,8 @@ from tests.run.helpers import SCRIPTS, line_of, run_cli, torchtrap_env
 FIRES = {
     # log of a softmax in a module's forward: inf loss at step 3
     "tt201_fires": [("TT201", "tt201_fires", "return torch.log(self.softmax(", "log")],
+    # two losses a step: the line from the next graph of the same shape
+    "tt201_gan_fires": [("TT201", "tt201_gan_fires", "d_loss = -torch.log(disc(real))", "log")],
     # log of a ReLU output in a loss helper: NaN at the first step
     "ttr201_fires": [("TTR201", "ttr201_fires", "counts * torch.log(rate)", "log")],
     # an AverageMeter in another module sums the loss tensors
@@ -28,6 +30,7 @@ FIRES = {
 }
 NEAR_MISSES = [
     "tt201_fixed",
+    "tt201_gan_fixed",
     "ttr201_fixed",
     "tt214_fixed",
     "tt214_list_fixed",

@@ -290,27 +290,21 @@ def _resolve_trace() -> None:
     events.emit(trace["event"], key="TTR201")
 
 
-def _follow(root: Any, path: List[int], node_type: str) -> Any:
+def _follow(root: Any, path: List[Any], node_type: str) -> Any:
+    """The node at the same place in another graph: the same child index and
+    node type at every step from the root. Another loss's graph (a GAN's
+    second loss) or another shape of graph gives None, not a look-alike
+    elsewhere: a wrong line is worse than none."""
     node = root
-    for index in path:
+    for index, kind in path:
         nexts = getattr(node, "next_functions", ())
         if index >= len(nexts) or nexts[index][0] is None:
-            node = None
-            break
+            return None
         node = nexts[index][0]
+        if type(node).__name__ != kind:
+            return None
     if node is not None and type(node).__name__ == node_type:
         return node
-    # Another shape of graph: the first node of that type, breadth first.
-    queue: deque = deque([root])
-    seen: set = set()
-    while queue and len(seen) < MAX_NODES:
-        node = queue.popleft()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if type(node).__name__ == node_type:
-            return node
-        queue.extend(child for child, _ in node.next_functions)
     return None
 
 
@@ -367,9 +361,10 @@ def _producer(torch: Any, root: Any) -> Optional[Dict[str, Any]]:
     """The operation nearest the leaves whose output is known not to be finite
     while its saved inputs are: known from a later node's saved input, its
     own saved result, or (for log, sqrt, ...) recomputed from its input."""
-    paths: Dict[Any, Tuple[int, ...]] = {}
+    # node -> (child index, node type) at each step from the root
+    paths: Dict[Any, Tuple[Any, ...]] = {}
     order: List[Any] = []
-    stack: List[Tuple[Any, Tuple[int, ...]]] = [(root, ())]
+    stack: List[Tuple[Any, Tuple[Any, ...]]] = [(root, ())]
     while stack and len(order) < MAX_NODES:
         node, path = stack.pop()
         if node is None or node in paths:
@@ -378,7 +373,7 @@ def _producer(torch: Any, root: Any) -> Optional[Dict[str, Any]]:
         order.append(node)
         for index, (child, _) in enumerate(node.next_functions):
             if child is not None and child not in paths:
-                stack.append((child, path + (index,)))
+                stack.append((child, path + ((index, type(child).__name__),)))
     bad: Dict[Any, str] = {root: "loss"}
     inputs_finite: Dict[Any, bool] = {}
     has_input: set = set()
@@ -443,7 +438,7 @@ def _op_name(kind: str) -> str:
 
 
 def _describe_producer(
-    torch: Any, node: Any, path: Tuple[int, ...], argument: Any
+    torch: Any, node: Any, path: Tuple[Any, ...], argument: Any
 ) -> Dict[str, Any]:
     kind = type(node).__name__
     found: Dict[str, Any] = {
