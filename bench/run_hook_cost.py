@@ -9,6 +9,12 @@ and the median step of each: an uninterrupted step shows what the hooks cost
 per step, which a subprocess timing on a busy machine cannot resolve.
 
     .venv/bin/python bench/run_hook_cost.py [--server PATH] [--blocks 40] [--steps 50]
+        [--hooks all|losses|others] [--loss cross_entropy|mse]
+
+`--hooks losses` installs only the loss checks (issue 36 items 1-3: a
+finiteness test and a weak reference to the graph at each backward, a shape
+and dtype comparison at each regression loss), `others` all but those;
+`--loss mse` trains on `mse_loss`, whose wrapper the loss checks add.
 
 `--server` is the folder holding the `torchtrap` package whose hooks to
 measure (another checkout's `server/`, to compare builds).
@@ -36,6 +42,7 @@ def _spots(torch: Any) -> list[Any]:
         torch.Tensor,
         torch.utils.data.DataLoader,
         torch.nn.utils,
+        torch.nn.functional,
         getattr(torch.nn.utils, "clip_grad", None),
     ]
     grad_mode = torch.autograd.grad_mode
@@ -68,6 +75,8 @@ def main() -> None:
     parser.add_argument("--server", default=here)
     parser.add_argument("--blocks", type=int, default=40)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--hooks", choices=("all", "losses", "others"), default="all")
+    parser.add_argument("--loss", choices=("cross_entropy", "mse"), default="cross_entropy")
     args = parser.parse_args()
     sys.path.insert(0, os.path.abspath(args.server))
     import torch
@@ -81,8 +90,13 @@ def main() -> None:
 
     events.configure(tempfile.mkdtemp(prefix="torchtrap-hook-cost-"))
     events.add_skip_dir(os.path.dirname(os.path.abspath(str(torch.__file__))))
-    loaders.install(torch)
-    training.install(torch, 0)
+    if args.hooks != "losses":
+        loaders.install(torch)
+        training.install(torch, 0)
+    if args.hooks != "others":
+        from torchtrap.runtime_hooks import losses
+
+        losses.install(torch)
     hooked = [dict(vars(s)) for s in spots]
     hooked_tables = [dict(t) for t in tables]
     changed = [
@@ -119,6 +133,13 @@ def main() -> None:
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(64, 64), torch.randint(0, 10, (64,))
+    target = torch.nn.functional.one_hot(y, 10).float()
+
+    def loss_of(out: Any) -> Any:
+        if args.loss == "mse":
+            return nn.functional.mse_loss(out, target)
+        return nn.functional.cross_entropy(out, y)
+
     times: dict[bool, list[float]] = {False: [], True: []}
     for block in range(args.blocks + 2):
         for on in (False, True) if block % 2 else (True, False):
@@ -126,7 +147,7 @@ def main() -> None:
             for _ in range(args.steps):
                 started = time.perf_counter()
                 opt.zero_grad()
-                nn.functional.cross_entropy(model(x), y).backward()
+                loss_of(model(x)).backward()
                 opt.step()
                 if block >= 2:  # the first blocks warm up (and let the hooks learn)
                     times[on].append(time.perf_counter() - started)
@@ -139,7 +160,8 @@ def main() -> None:
     fast_off, fast_on = min(off) * 1e6, min(on_) * 1e6
     med_off, med_on = statistics.median(off) * 1e6, statistics.median(on_) * 1e6
     print(
-        f"hooks from {os.path.abspath(args.server)}: {len(off)} steps each;"
+        f"hooks ({args.hooks}, {args.loss}) from {os.path.abspath(args.server)}:"
+        f" {len(off)} steps each;"
         f" fastest step {fast_off:.1f} -> {fast_on:.1f} us ({fast_on - fast_off:+.1f} us,"
         f" {100 * (fast_on / fast_off - 1):+.1f}%);"
         f" median {med_off:.1f} -> {med_on:.1f} us ({100 * (med_on / med_off - 1):+.1f}%);"

@@ -114,6 +114,11 @@ class LogOfProbability(Rule):
     saying what it assumed ("if `p` is the softmax from line 7"), with the
     clamp fix only; a value unknown on every path stays silent.
 
+    `torchtrap run` reports the first loss that is `inf` or NaN at
+    `backward()`, on the line of the `log` that made it, with how many of
+    the softmax output's values were zero; it finds the softmax wherever it
+    is made, also in another file.
+
     ## Why is this bad?
     A probability that underflows to exactly 0 makes the log `-inf` and the
     gradient NaN, which then spreads into every weight. In float32,

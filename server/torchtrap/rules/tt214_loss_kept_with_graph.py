@@ -53,6 +53,10 @@ class LossKeptWithGraph(Rule):
     step (summing the losses of several heads inside the step, then one
     backward), and when the graph is not evident (a value from another file).
 
+    `torchtrap run` reports losses whose graphs stay alive across steps
+    (8 or more from earlier steps), naming what keeps them: a meter's
+    attribute (`AverageMeter.sum`, also in another file) or a list.
+
     ## Why is this bad?
     A tensor that carries an autograd graph keeps that graph alive, and a
     sum of such tensors links every iteration's graph into one, so memory

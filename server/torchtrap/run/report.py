@@ -24,7 +24,7 @@ from torchtrap.findings import (
     RelatedLocation,
     Severity,
 )
-from torchtrap.run import locate
+from torchtrap.run import locate, losses
 
 if TYPE_CHECKING:
     from torchtrap.probe.process import AttachedRun
@@ -41,7 +41,9 @@ RUN_CODES = frozenset(
         "TT105",
         "TT107",
         "TT108",
+        "TT201",
         "TT207",
+        "TT214",
         "TT215",
         "TT216",
         "TT217",
@@ -61,8 +63,11 @@ MIN_ITEMS = 4
 
 def _rule(code: str) -> tuple[str, Severity]:
     from torchtrap.rules import RULES_BY_CODE
+    from torchtrap.run.losses import RUNTIME_ONLY
 
-    rule = RULES_BY_CODE[code]  # every run check confirms a registered rule
+    if code in RUNTIME_ONLY:  # a check no static rule can make
+        return RUNTIME_ONLY[code]
+    rule = RULES_BY_CODE[code]  # every other run check confirms a registered rule
     return rule.name, rule.default_severity
 
 
@@ -731,7 +736,9 @@ def build_report(
     locate.clear()
     for event in events:
         if event.get("kind") == "finding":
-            if event.get("code") in ("TT103", "TT104"):
+            if event.get("code") in losses.CODES:
+                losses.add(b, event)
+            elif event.get("code") in ("TT103", "TT104"):
                 _cuda(b, event)
             else:
                 _training(b, event)

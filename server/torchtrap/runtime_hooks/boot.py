@@ -33,11 +33,12 @@ def _install(options: dict[str, Any]) -> None:
     _INSTALLED[0] = True
     torch = sys.modules["torch"]
     events.add_skip_dir(os.path.dirname(os.path.abspath(str(torch.__file__))))
-    from . import loaders, training
+    from . import loaders, losses, training
 
     for name, install in (
         ("loaders", lambda: loaders.install(torch)),
         ("training", lambda: training.install(torch, int(options.get("stop_after_steps") or 0))),
+        ("losses", lambda: losses.install(torch)),
     ):
         try:
             install()
@@ -102,6 +103,12 @@ def _die_with_launcher(parent: Any) -> None:
 def _finish(status: dict[str, Any]) -> None:
     if os.getpid() != events.STATE.main_pid:
         return  # a forked child of the script: the parent reports
+    losses = sys.modules.get(__package__ + ".losses")
+    if losses is not None:
+        try:
+            losses.finish()
+        except Exception:
+            pass
     training = sys.modules.get(__package__ + ".training")
     if training is not None:
         try:

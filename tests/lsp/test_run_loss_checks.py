@@ -1,0 +1,79 @@
+"""The loss checks of `torchtrap run` in the editor (issue 36, items 1-3):
+torchtrap.runFile on a script with a non-finite loss, a broadcasting
+MSELoss and an AverageMeter (in another module) that keeps the loss graphs
+puts each finding on the user's line, in the file that holds it."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from tests.lsp.lsp_harness import session
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "run" / "scripts"
+
+
+def _line(path: Path, text: str) -> int:
+    """0-based, as LSP counts."""
+    return next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
+
+
+async def _published(h: Any, uri: str, want: Any, timeout: float = 60.0) -> list[Any]:
+    # Waits for a condition on what was published (the run publishes before
+    # the command returns; the relint of the open file follows it).
+    deadline = time.monotonic() + timeout
+    while True:
+        last = h.last(uri)
+        if last is not None and want(last.diagnostics):
+            return list(last.diagnostics)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"diagnostics for {uri}: {last and last.diagnostics}")
+        await asyncio.sleep(0.05)
+
+
+def _run(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    return [d for d in diags if d.source == "torchtrap-run"]
+
+
+@pytest.mark.slow
+async def test_loss_checks_reach_the_editor_on_the_users_lines(root: Path) -> None:
+    script = root / "train.py"
+    shutil.copy(SCRIPTS / "editor_losses.py", script)
+    shutil.copy(SCRIPTS / "meters.py", root / "meters.py")
+    text = script.read_text()
+    async with session(root) as h:
+        uri = h.open("train.py", text)
+        static = await h.diagnostics(uri, 1)
+        result = await h.command("torchtrap.runFile", {"uri": uri, "id": "losses"})
+        assert result["findings"] == 3, result["summary"]
+        diags = await _published(h, uri, lambda ds: len(_run(ds)) == 1)
+        run = {d.code: d for d in _run(diags)}
+        assert run["TTR202"].range.start.line == _line(script, "loss = criterion(regressor(x), y)")
+        assert run["TTR202"].data["measured"]["broadcast_shape"] == [16, 16]
+        # One diagnostic per problem: the static TT201 at the same place
+        # carries the run's finding (its line, its backward) and says so.
+        assert any(d.code == "TT201" for d in static)
+        (tt201,) = [d for d in diags if d.code == "TT201"]
+        assert tt201.source == "torchtrap" and tt201.message.endswith("(confirmed when run)")
+        assert tt201.range.start.line == _line(script, "return torch.log(self.softmax(")
+        related = tt201.related_information or ()
+        seen = [r for r in related if r.message.startswith("torchtrap-run:")]
+        assert seen and "the loss is inf at backward 3" in seen[0].message
+        assert _line(script, "    loss.backward()") in {r.location.range.start.line for r in related}
+
+        meters = (root / "meters.py").as_uri()
+        kept = _run(await _published(h, meters, lambda ds: bool(_run(ds))))
+        assert [(d.code, d.range.start.line) for d in kept] == [
+            ("TT214", _line(root / "meters.py", "self.sum += val * n"))
+        ]
+        assert "AverageMeter.sum" in kept[0].message
+        callers = {
+            (r.location.uri, r.location.range.start.line) for r in kept[0].related_information or ()
+        }
+        assert (uri, _line(script, "meter.update(loss, x.size(0))")) in callers
