@@ -248,6 +248,21 @@ class MethodNotCalled(Rule):
             """,
             note="a method the receiver's kind does not have is an AttributeError, not this",
         ),
+        Valid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, optimizer, schedule: "Schedule"):
+                    self.optimizer = optimizer
+                    self.schedule = schedule
+
+                def run(self):
+                    self.optimizer.zero_grad
+                    self.schedule.step
+            """,
+            note="stored on `self` from a parameter nobody annotates or passes a known value",
+        ),
     )
     invalid = (
         Invalid(
@@ -340,6 +355,25 @@ class MethodNotCalled(Rule):
             line=11,
             message_contains="gradients are not zeroed",
             note="an optimizer held in an attribute",
+        ),
+        Invalid(
+            """
+            from torch import optim
+
+            class Trainer:
+                def __init__(self, dynamics, optimizer: optim.Optimizer):
+                    self.dynamics = dynamics
+                    self.optimizer = optimizer
+
+                def train_step(self, x):
+                    self.optimizer.zero_grad
+                    loss = self.dynamics(x).sum()
+                    loss.backward()
+                    self.optimizer.step()
+            """,
+            line=10,
+            message_contains="`self.optimizer.zero_grad` is not called",
+            note="an optimizer known by its annotation, stored on `self` (l2hmc-qcd)",
         ),
     )
 
