@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.allocation import Allocation, uninitialised
-from torchtrap.facts.index import enclosing_scope, parent, walk_scope
+from torchtrap.facts.index import enclosing_function, enclosing_scope, parent, walk_scope
 from torchtrap.facts.modules import enclosing_method, self_name
 from torchtrap.facts.tensors import words
 from torchtrap.findings import Applicability, Edit, Finding, Fix
@@ -70,8 +70,8 @@ class UninitialisedTensor(Rule):
     style method, `.apply(...)`, a loop over `.parameters()`,
     `load_state_dict`, or `nn.init.*`, a helper or an in-place fill given
     it. With none of those, a parameter the module uses (arithmetic, a
-    torch function, `torch.cat`) is flagged: it trains from garbage. Only looking at the size (`x.shape`,
-    `x.size(0)`) is not a use, and neither is copying it along
+    torch function, `torch.cat`) is flagged: it trains from garbage.
+    Only looking at the size (`x.shape`, `x.size(0)`) is not a use, and neither is copying it along
     (`torch.cat((t, padding))`: DETR pads a buffer for `all_gather` and cuts
     the padding off after).
 
@@ -169,9 +169,13 @@ class UninitialisedTensor(Rule):
 
     # -- detection ------------------------------------------------------------
     def _int_constant(self, node: ast.expr) -> bool:
-        """A name bound once, to an int literal (``n = 10`` ... ``torch.Tensor(n)``)."""
+        """A name bound once, to an int literal (``n = 10`` ... ``torch.Tensor(n)``),
+        or a parameter annotated ``int`` that is never rebound
+        (``def __init__(self, num_tags: int)``)."""
         if not isinstance(node, ast.Name):
             return False
+        if _int_parameter(node):
+            return True
         value = self.ctx.values.constant(node)
         constant = value.constant
         return (
@@ -248,24 +252,52 @@ class UninitialisedTensor(Rule):
         return target.attr, reads[0]
 
     def _parameter_use(self, node: ast.Attribute) -> ast.AST | str | None:
-        """A read of a parameter's elements (the node), "skip" for metadata,
-        None for anything that may write it."""
+        """A read of a parameter's elements (the node), "skip" for metadata or
+        a copy bound to a name, None for anything that may write it. Looks
+        through ``.data``, views (``.view(1, -1)``) and indexing."""
         if not isinstance(node.ctx, ast.Load):
             return None
-        up = parent(node)
-        if isinstance(up, ast.Attribute) and up.value is node:
+        expr: ast.expr = node
+        derived = False
+        while True:
+            up = parent(expr)
+            if isinstance(up, ast.Attribute) and up.value is expr and up.attr == "data":
+                expr = up
+                continue
+            call = parent(up) if isinstance(up, ast.Attribute) else None
+            if (
+                isinstance(up, ast.Attribute)
+                and up.value is expr
+                and up.attr in _VIEWS
+                and isinstance(call, ast.Call)
+                and call.func is up
+            ):
+                expr, derived = call, True
+                continue
+            if isinstance(up, ast.Subscript) and up.value is expr and isinstance(up.ctx, ast.Load):
+                expr, derived = up, True
+                continue
+            break
+        if not isinstance(expr.ctx if isinstance(expr, ast.Attribute) else ast.Load(), ast.Load):
+            return None  # self.w.data = ...
+        up = parent(expr)
+        if isinstance(up, ast.Attribute) and up.value is expr:
             if up.attr in METADATA:
                 return "skip"
             call = parent(up)
             if isinstance(call, ast.Call) and call.func is up and up.attr in READ_METHODS:
                 return call
-            return None  # .data, .normal_(), .copy_(...), anything else
+            return None  # .normal_(), .copy_(...), anything else
         if isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             return up
+        if isinstance(up, ast.AugAssign):
+            return up  # `llh += self.end[tags]`, or the parameter itself updated
+        if isinstance(up, ast.Assign) and up.value is expr and derived:
+            return "skip"  # a copy or view bound to a name: its own value from here
         call = up
         if isinstance(call, (ast.List, ast.Tuple)):
             call = parent(call)
-        if isinstance(call, ast.Call) and call.func is not node:
+        if isinstance(call, ast.Call) and call.func is not expr:
             qualname = self.ctx.facts.imports.qualname(call.func) or ""
             if qualname.startswith("torch.") and not qualname.startswith(
                 ("torch.nn.init.", "torch.nn.Parameter", "torch.nn.parameter.")
@@ -539,6 +571,37 @@ class UninitialisedTensor(Rule):
             note="parameters of torch.empty that an init function, a helper, a fill, or a "
             "checkpoint load in the file may fill, or that are only looked at",
         ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class GATLayer(nn.Module):
+                def __init__(self, heads: int, features: int):
+                    super().__init__()
+                    self.scoring_fn_target = nn.Parameter(torch.Tensor(1, heads, features))
+                    self.init_params()
+
+                def init_params(self):
+                    nn.init.xavier_uniform_(self.scoring_fn_target)
+
+                def forward(self, x):
+                    return (x * self.scoring_fn_target).sum(dim=-1)
+
+            class LSoftmaxLinear(nn.Module):
+                def __init__(self, input_features: int, output_features: int):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.FloatTensor(input_features, output_features))
+
+                def forward(self, x):
+                    return x.mm(self.weight)
+
+                def reset_parameters(self):
+                    nn.init.kaiming_normal_(self.weight.data.t())
+            """,
+            note="filled by an init method (pytorch-GAT), or by a reset_parameters the "
+            "user's model calls from another file (lsoftmax-pytorch's models.py)",
+        ),
     )
     invalid = (
         Invalid(
@@ -696,6 +759,28 @@ class UninitialisedTensor(Rule):
             """,
             note="an nn.Parameter nothing initialises (STALE's background embedding, issue 16)",
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class CRF(nn.Module):
+                def __init__(self, num_tags: int) -> None:
+                    super().__init__()
+                    self.start_transitions = nn.Parameter(torch.Tensor(num_tags))
+
+                def score(self, emissions, tags):
+                    llh = self.start_transitions[tags[0]]
+                    return llh + self.start_transitions.view(1, -1) + emissions[0]
+
+                def _new(self):
+                    return next(self.parameters()).new()
+            """,
+            line=8,
+            message_contains="`self.start_transitions` is a parameter of `torch.Tensor(...)`",
+            note="sized by a parameter annotated int, read through indexing and a view "
+            "(pytorch-crf 0.4.0, issue 1)",
+        ),
     )
 
 
@@ -718,16 +803,46 @@ _INIT_METHOD_NAMES = frozenset(
         "init_parameters",
     }
 )
-_GENERIC_FILLERS = frozenset({"apply", "load_state_dict", "parameters", "named_parameters"})
+_GENERIC_FILLERS = frozenset({"apply", "load_state_dict"})
+_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
+# Methods that return a view or reshaped copy: a read of the result reads the parameter.
+_VIEWS = words("view reshape unsqueeze squeeze t transpose permute expand expand_as flatten")
+
+
+def _int_parameter(name: ast.Name) -> bool:
+    """``name`` is a parameter of its function annotated ``int``, never rebound."""
+    function = enclosing_function(name)
+    if function is None:
+        return False
+    args = function.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if arg.arg == name.id:
+            annotation = arg.annotation
+            if not (isinstance(annotation, ast.Name) and annotation.id == "int"):
+                return False
+            return not any(
+                isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                for n in ast.walk(function)
+            )
+    return False
 
 
 def _fills_generically(tree: ast.Module) -> bool:
     """The file has something that may fill every parameter at once: an
     init method by convention, ``.apply(...)``, ``load_state_dict``, a loop
-    over ``.parameters()``."""
+    over ``.parameters()`` (``next(self.parameters())`` or an optimizer given
+    them fills nothing)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.name in _INIT_METHOD_NAMES:
+                return True
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            it = node.iter
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr in _PARAMETER_LISTS
+            ):
                 return True
         elif (
             isinstance(node, ast.Call)
