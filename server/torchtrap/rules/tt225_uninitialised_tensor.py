@@ -806,7 +806,12 @@ _INIT_METHOD_NAMES = frozenset(
 _GENERIC_FILLERS = frozenset({"apply", "load_state_dict"})
 _PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
 # Methods that return a view or reshaped copy: a read of the result reads the parameter.
-_VIEWS = words("view reshape unsqueeze squeeze t transpose permute expand expand_as flatten")
+_VIEWS = words(
+    """
+    view reshape unsqueeze squeeze t transpose permute expand expand_as flatten detach clone
+    contiguous float double half cpu cuda to
+    """
+)
 
 
 def _int_parameter(name: ast.Name) -> bool:
