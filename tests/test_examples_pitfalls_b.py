@@ -46,6 +46,13 @@ CASES = [
         id="TT225",
     ),
     pytest.param(
+        "tt225_uninitialised_parameter.py",
+        "TT225",
+        ("--unsafe-fixes",),
+        "        self.bg_embeddings = nn.Parameter(torch.zeros(1, dim))",
+        id="TT225-parameter",
+    ),
+    pytest.param(
         "tt226_clip_after_step.py",
         "TT226",
         (),
@@ -62,6 +69,9 @@ def test_example_bug_then_fixed(
     before = {
         "tt224_reseed_in_getitem.py": "        np.random.seed(0)",
         "tt226_clip_after_step.py": "        optimizer.step()",
+        "tt225_uninitialised_parameter.py": (
+            "        self.bg_embeddings = nn.Parameter(torch.empty(1, dim))"
+        ),
     }.get(example)
     ex.check_bug_then_fixed(tmp_path, example, code, flags, after, before)
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.values.helpers import probes, project_probes
+from tests.values.helpers import probe_calls, probes, project_probes
 from torchtrap.facts.imports import ImportTable
 from torchtrap.project.summary import return_annotation
 from torchtrap.values import Kind
+from torchtrap.values.loops import Ref
 
 
 def _annotation(code: str) -> tuple[str, ...]:
@@ -126,3 +127,29 @@ def test_an_unresolved_import_with_the_same_name_is_unknown(tmp_path: Path) -> N
     }
     values = project_probes(files, "main.py", tmp_path)
     assert [v.kind for v in values] == [Kind.UNKNOWN]
+
+
+def test_an_annotated_optimizer_stored_on_self() -> None:
+    """l2hmc-qcd's Trainer: ``__init__(self, optimizer: optim.Optimizer)``
+    stores it, a method uses ``self.optimizer``; near misses: the same
+    without the annotation, or annotated as something else."""
+    ctx, calls = probe_calls(
+        """
+        from typing import Any
+        from torch import optim
+
+        class Trainer:
+            def __init__(self, optimizer: optim.Optimizer, other, thing: Any):
+                self.optimizer = optimizer
+                self.other = other
+                self.thing = thing
+
+            def step(self):
+                probe(self.optimizer)
+                probe(self.other)
+                probe(self.thing)
+        """
+    )
+    loops = ctx.values.loops
+    verdicts = [loops.optimizer(Ref(c.args[0], c, None)) for c in calls]
+    assert verdicts == [True, False, False]

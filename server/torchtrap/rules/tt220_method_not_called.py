@@ -138,6 +138,13 @@ class MethodNotCalled(Rule):
                 return True
             if values.of(receiver, stmt).holds(Kind.MODULE if kind == MODULE else Kind.TENSOR):
                 return True
+            if kind == MODULE and isinstance(receiver, ast.Attribute) and depth < _MAX_DEPTH:
+                # `self.model = model` in `__init__(self, model)`: what it was given.
+                held = values.loops.values(Ref(receiver, stmt, None))
+                return bool(held) and all(
+                    isinstance(v, ast.Name) and self._is(kind, v, at, depth + 1)
+                    for v, at in held or ()
+                )
             # `def evaluate(model): model.eval`: what every caller passes.
             function = values.parameter(receiver, stmt) if isinstance(receiver, ast.Name) else None
             if function is None or depth >= _MAX_DEPTH or not isinstance(receiver, ast.Name):
@@ -248,6 +255,48 @@ class MethodNotCalled(Rule):
             """,
             note="a method the receiver's kind does not have is an AttributeError, not this",
         ),
+        Valid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, optimizer, schedule: "Schedule"):
+                    self.optimizer = optimizer
+                    self.schedule = schedule
+
+                def run(self):
+                    self.optimizer.zero_grad
+                    self.schedule.step
+            """,
+            note="stored on `self` from a parameter nobody annotates or passes a known value",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
+            class Runner:
+                def __init__(self, model):
+                    self.model = model
+
+                def run(self):
+                    self.model.eval
+
+            class Child(Runner):
+                pass
+
+            class Holder:
+                def __init__(self, env):
+                    self.env = env
+
+                def tick(self):
+                    self.env.eval
+
+            Runner(nn.Linear(2, 2))
+            Holder(object())
+            """,
+            note="a constructor that may run from elsewhere (the class is a base), or "
+            "given something that is not a module",
+        ),
     )
     invalid = (
         Invalid(
@@ -340,6 +389,46 @@ class MethodNotCalled(Rule):
             line=11,
             message_contains="gradients are not zeroed",
             note="an optimizer held in an attribute",
+        ),
+        Invalid(
+            """
+            from torch import optim
+
+            class Trainer:
+                def __init__(self, dynamics, optimizer: optim.Optimizer):
+                    self.dynamics = dynamics
+                    self.optimizer = optimizer
+
+                def train_step(self, x):
+                    self.optimizer.zero_grad
+                    loss = self.dynamics(x).sum()
+                    loss.backward()
+                    self.optimizer.step()
+            """,
+            line=10,
+            message_contains="`self.optimizer.zero_grad` is not called",
+            note="an optimizer known by its annotation, stored on `self` (l2hmc-qcd)",
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self, setting, model):
+                    self.setting = setting
+                    self.model = model
+
+                def validate(self, batch):
+                    self.model.eval
+                    return self.model(batch)
+
+            def run(setting, batch):
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                return Trainer(setting, model).validate(batch)
+            """,
+            line=10,
+            message_contains="`self.model.eval` is not called",
+            note="a module given to the constructor, stored on `self` (paperSpectralTranscoder)",
         ),
     )
 

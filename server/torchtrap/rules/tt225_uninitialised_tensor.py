@@ -6,7 +6,8 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.allocation import Allocation, uninitialised
-from torchtrap.facts.index import enclosing_scope, parent, walk_scope
+from torchtrap.facts.index import enclosing_function, enclosing_scope, parent, walk_scope
+from torchtrap.facts.modules import enclosing_method, self_name
 from torchtrap.facts.tensors import words
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
@@ -64,9 +65,13 @@ class UninitialisedTensor(Rule):
     `torch.empty` returned to the caller (an allocation helper); for a
     legacy constructor given data (`torch.Tensor([1, 2])`,
     `torch.FloatTensor(array)`) or `torch.tensor(...)`, which copy; and
-    for `nn.Parameter(torch.Tensor(n, m))` stored on a module, which a
-    `reset_parameters` fills. Only looking at the size (`x.shape`,
-    `x.size(0)`) is not a use, and neither is copying it along
+    for `nn.Parameter(torch.Tensor(n, m))` stored on a module when
+    something in the file may fill it: a `reset_parameters`/`init_weights`
+    style method, `.apply(...)`, a loop over `.parameters()`,
+    `load_state_dict`, or `nn.init.*`, a helper or an in-place fill given
+    it. With none of those, a parameter the module uses (arithmetic, a
+    torch function, `torch.cat`) is flagged: it trains from garbage.
+    Only looking at the size (`x.shape`, `x.size(0)`) is not a use, and neither is copying it along
     (`torch.cat((t, padding))`: DETR pads a buffer for `all_gather` and cuts
     the padding off after).
 
@@ -83,7 +88,8 @@ class UninitialisedTensor(Rule):
     right in one run and wrong in the next.
 
     Fix (safe): allocate with `torch.zeros` / `zeros_like` / `new_zeros`
-    (the legacy constructors keep their dtype and device).
+    (the legacy constructors keep their dtype and device); unsafe for a
+    parameter, which may need a random init instead.
 
     ## Example
     ```python
@@ -134,6 +140,15 @@ class UninitialisedTensor(Rule):
                 yield self._finding(alloc, None, up)
                 continue
             if (
+                isinstance(up, ast.Call)
+                and up.args[:1] == [call]
+                and imports.qualname(up.func) in _PARAMETERS
+            ):
+                found = self._unfilled_parameter(up)
+                if found is not None:
+                    yield self._finding(alloc, f"self.{found[0]}", found[1], parameter=True)
+                continue
+            if (
                 isinstance(up, ast.Return)
                 and alloc.zeros == "zeros"
                 and alloc.spelled != "torch.empty"
@@ -154,9 +169,13 @@ class UninitialisedTensor(Rule):
 
     # -- detection ------------------------------------------------------------
     def _int_constant(self, node: ast.expr) -> bool:
-        """A name bound once, to an int literal (``n = 10`` ... ``torch.Tensor(n)``)."""
+        """A name bound once, to an int literal (``n = 10`` ... ``torch.Tensor(n)``),
+        or a parameter annotated ``int`` that is never rebound
+        (``def __init__(self, num_tags: int)``)."""
         if not isinstance(node, ast.Name):
             return False
+        if _int_parameter(node):
+            return True
         value = self.ctx.values.constant(node)
         constant = value.constant
         return (
@@ -188,6 +207,102 @@ class UninitialisedTensor(Rule):
             if verdict == "skip":
                 continue
             return verdict if isinstance(verdict, ast.AST) else None
+        return None
+
+    def _unfilled_parameter(self, param: ast.Call) -> tuple[str, ast.AST] | None:
+        """``self.w = nn.Parameter(torch.empty(n))`` in a method of a class
+        that derives from ``nn.Module`` alone and has nothing that may fill
+        it: no ``reset_parameters``-style method, no ``.apply(...)``, no loop
+        over ``.parameters()``, no ``load_state_dict``, and no use of ``.w``
+        in the file that may write it (``nn.init.*(self.w)``, ``self.w.data
+        = ...``, a helper given it). (attribute, first read) when it is read
+        (arithmetic, a torch function, ``torch.cat``); None otherwise."""
+        assign = parent(param)
+        if not (
+            isinstance(assign, ast.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0], ast.Attribute)
+            and isinstance(assign.targets[0].value, ast.Name)
+        ):
+            return None
+        target = assign.targets[0]
+        owner = target.value
+        method = enclosing_method(assign)
+        if method is None or not isinstance(owner, ast.Name) or self_name(method[0]) != owner.id:
+            return None
+        cls = method[1]
+        imports = self.ctx.facts.imports
+        if len(cls.bases) != 1 or imports.qualname(cls.bases[0]) not in _MODULE_BASES:
+            return None  # a base class may fill it
+        tree = self.ctx.tree
+        if _fills_generically(tree):
+            return None
+        reads: list[ast.AST] = []
+        for node in self.ctx.facts.index.of(ast.Attribute):
+            if node.attr != target.attr or node is target:
+                continue
+            verdict = self._parameter_use(node)
+            if verdict is None:
+                return None  # may write it
+            if isinstance(verdict, ast.AST):
+                reads.append(verdict)
+        if not reads:
+            return None
+        reads.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        return target.attr, reads[0]
+
+    def _parameter_use(self, node: ast.Attribute) -> ast.AST | str | None:
+        """A read of a parameter's elements (the node), "skip" for metadata or
+        a copy bound to a name, None for anything that may write it. Looks
+        through ``.data``, views (``.view(1, -1)``) and indexing."""
+        if not isinstance(node.ctx, ast.Load):
+            return None
+        expr: ast.expr = node
+        derived = False
+        while True:
+            up = parent(expr)
+            if isinstance(up, ast.Attribute) and up.value is expr and up.attr == "data":
+                expr = up
+                continue
+            call = parent(up) if isinstance(up, ast.Attribute) else None
+            if (
+                isinstance(up, ast.Attribute)
+                and up.value is expr
+                and up.attr in _VIEWS
+                and isinstance(call, ast.Call)
+                and call.func is up
+            ):
+                expr, derived = call, True
+                continue
+            if isinstance(up, ast.Subscript) and up.value is expr and isinstance(up.ctx, ast.Load):
+                expr, derived = up, True
+                continue
+            break
+        if not isinstance(expr.ctx if isinstance(expr, ast.Attribute) else ast.Load(), ast.Load):
+            return None  # self.w.data = ...
+        up = parent(expr)
+        if isinstance(up, ast.Attribute) and up.value is expr:
+            if up.attr in METADATA:
+                return "skip"
+            call = parent(up)
+            if isinstance(call, ast.Call) and call.func is up and up.attr in READ_METHODS:
+                return call
+            return None  # .normal_(), .copy_(...), anything else
+        if isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            return up
+        if isinstance(up, ast.AugAssign):
+            return up  # `llh += self.end[tags]`, or the parameter itself updated
+        if isinstance(up, ast.Assign) and up.value is expr and derived:
+            return "skip"  # a copy or view bound to a name: its own value from here
+        call = up
+        if isinstance(call, (ast.List, ast.Tuple)):
+            call = parent(call)
+        if isinstance(call, ast.Call) and call.func is not expr:
+            qualname = self.ctx.facts.imports.qualname(call.func) or ""
+            if qualname.startswith("torch.") and not qualname.startswith(
+                ("torch.nn.init.", "torch.nn.Parameter", "torch.nn.parameter.")
+            ):
+                return call  # computed with (`torch.cat`, `F.linear`): garbage flows on
         return None
 
     def _names_in(self, scope: ast.AST) -> tuple[dict[str, list[ast.Name]], set[int]]:
@@ -269,7 +384,9 @@ class UninitialisedTensor(Rule):
         }
 
     # -- findings -------------------------------------------------------------
-    def _finding(self, alloc: Allocation, name: str | None, read: ast.AST) -> Finding:
+    def _finding(
+        self, alloc: Allocation, name: str | None, read: ast.AST, parameter: bool = False
+    ) -> Finding:
         what = (
             f"`{alloc.spelled}(...)`"
             if not alloc.spelled.startswith(".")
@@ -279,15 +396,19 @@ class UninitialisedTensor(Rule):
             how = "returned" if isinstance(read, ast.Return) else "used"
             message = f"{what} is uninitialised memory (garbage, maybe NaN), {how} as it is"
             related = []
+        elif parameter:
+            message = f"`{name}` is a parameter of {what} that nothing fills: garbage, maybe NaN"
+            related = [self.ctx.related(read, f"`{name}` is used here, never initialised")]
         else:
             message = (
                 f"`{name}` from {what} is uninitialised memory (garbage, maybe NaN), "
                 "read before it is written"
             )
             related = [self.ctx.related(read, f"`{name}` is read here before any write")]
-        return self.finding(alloc.call, message, fixes=self._fixes(alloc), related=related)
+        fixes = self._fixes(alloc, safe=not parameter)
+        return self.finding(alloc.call, message, fixes=fixes, related=related)
 
-    def _fixes(self, alloc: Allocation) -> list[Fix]:
+    def _fixes(self, alloc: Allocation, safe: bool = True) -> list[Fix]:
         call = alloc.call
         func = call.func
         if not isinstance(func, ast.Attribute):
@@ -319,7 +440,13 @@ class UninitialisedTensor(Rule):
                 out.append(edits.add_keyword_argument(source, call, name, value))
             return out
 
-        return [Fix(f"Allocate with `{shown}` (zero-filled)", Applicability.SAFE, build=build)]
+        # A parameter's zeros are deterministic but may not be the init the
+        # model needs (a weight matrix wants a random one): unsafe.
+        applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+        title = f"Allocate with `{shown}` (zero-filled)"
+        if not safe:
+            title = f"Allocate with `{shown}` (unsafe: a weight may need a random init instead)"
+        return [Fix(title, applicability, build=build)]
 
     valid = (
         Valid(
@@ -406,6 +533,74 @@ class UninitialisedTensor(Rule):
                 return out.numpy()
             """,
             note="filled by reset_parameters; an allocation helper; handed to a closure first",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from timm.layers import trunc_normal_
+
+            class Prompt(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.contexts = nn.Parameter(torch.empty(1, n))
+                    nn.init.trunc_normal_(self.contexts)
+                    self.bias = nn.Parameter(torch.empty(n))
+                    trunc_normal_(self.bias, std=0.02)
+                    self.scale = nn.Parameter(torch.empty(n))
+                    self.scale.data.fill_(1.0)
+                    self.unused = nn.Parameter(torch.empty(n))
+
+                def forward(self, x):
+                    print(self.unused.shape)
+                    return torch.cat([x, self.contexts], dim=0) * self.scale + self.bias
+
+            class Loaded(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.empty(n, n))
+
+                def forward(self, x):
+                    return x @ self.weight
+
+            def build(n, path):
+                model = Loaded(n)
+                model.load_state_dict(torch.load(path))
+                return model
+            """,
+            note="parameters of torch.empty that an init function, a helper, a fill, or a "
+            "checkpoint load in the file may fill, or that are only looked at",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class GATLayer(nn.Module):
+                def __init__(self, heads: int, features: int):
+                    super().__init__()
+                    self.scoring_fn_target = nn.Parameter(torch.Tensor(1, heads, features))
+                    self.init_params()
+
+                def init_params(self):
+                    nn.init.xavier_uniform_(self.scoring_fn_target)
+
+                def forward(self, x):
+                    return (x * self.scoring_fn_target).sum(dim=-1)
+
+            class LSoftmaxLinear(nn.Module):
+                def __init__(self, input_features: int, output_features: int):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.FloatTensor(input_features, output_features))
+
+                def forward(self, x):
+                    return x.mm(self.weight)
+
+                def reset_parameters(self):
+                    nn.init.kaiming_normal_(self.weight.data.t())
+            """,
+            note="filled by an init method (pytorch-GAT), or by a reset_parameters the "
+            "user's model calls from another file (lsoftmax-pytorch's models.py)",
         ),
     )
     invalid = (
@@ -527,7 +722,140 @@ class UninitialisedTensor(Rule):
                 return x + noise
             """,
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Localizer(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.bg_embeddings = nn.Parameter(
+                        torch.empty(1, dim)
+                    )
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, text_cls):
+                    text_emb = torch.cat([text_cls, self.bg_embeddings], dim=0)
+                    return self.proj(text_emb)
+            """,
+            line=9,
+            message_contains="is a parameter of `torch.empty(...)` that nothing fills",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Localizer(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.bg_embeddings = nn.Parameter(
+                        torch.zeros(1, dim)
+                    )
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, text_cls):
+                    text_emb = torch.cat([text_cls, self.bg_embeddings], dim=0)
+                    return self.proj(text_emb)
+            """,
+            note="an nn.Parameter nothing initialises (STALE's background embedding, issue 16)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class CRF(nn.Module):
+                def __init__(self, num_tags: int) -> None:
+                    super().__init__()
+                    self.start_transitions = nn.Parameter(torch.Tensor(num_tags))
+
+                def score(self, emissions, tags):
+                    llh = self.start_transitions[tags[0]]
+                    return llh + self.start_transitions.view(1, -1) + emissions[0]
+
+                def _new(self):
+                    return next(self.parameters()).new()
+            """,
+            line=8,
+            message_contains="`self.start_transitions` is a parameter of `torch.Tensor(...)`",
+            note="sized by a parameter annotated int, read through indexing and a view "
+            "(pytorch-crf 0.4.0, issue 1)",
+        ),
     )
+
+
+_PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Methods that (re)initialise a module's parameters by convention.
+_INIT_METHOD_NAMES = frozenset(
+    {
+        "reset_parameters",
+        "_reset_parameters",
+        "reset_params",
+        "init_weights",
+        "_init_weights",
+        "init_params",
+        "_init_params",
+        "initialize",
+        "initialize_weights",
+        "_initialize_weights",
+        "weights_init",
+        "init_parameters",
+    }
+)
+_GENERIC_FILLERS = frozenset({"apply", "load_state_dict"})
+_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
+# Methods that return a view or reshaped copy: a read of the result reads the parameter.
+_VIEWS = words(
+    """
+    view reshape unsqueeze squeeze t transpose permute expand expand_as flatten detach clone
+    contiguous float double half cpu cuda to
+    """
+)
+
+
+def _int_parameter(name: ast.Name) -> bool:
+    """``name`` is a parameter of its function annotated ``int``, never rebound."""
+    function = enclosing_function(name)
+    if function is None:
+        return False
+    args = function.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if arg.arg == name.id:
+            annotation = arg.annotation
+            if not (isinstance(annotation, ast.Name) and annotation.id == "int"):
+                return False
+            return not any(
+                isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                for n in ast.walk(function)
+            )
+    return False
+
+
+def _fills_generically(tree: ast.Module) -> bool:
+    """The file has something that may fill every parameter at once: an
+    init method by convention, ``.apply(...)``, ``load_state_dict``, a loop
+    over ``.parameters()`` (``next(self.parameters())`` or an optimizer given
+    them fills nothing)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name in _INIT_METHOD_NAMES:
+                return True
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            it = node.iter
+            if (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr in _PARAMETER_LISTS
+            ):
+                return True
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _GENERIC_FILLERS
+        ):
+            return True
+    return False
 
 
 _IDENTITY_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

@@ -379,6 +379,8 @@ class Loaders:
                 if isinstance(s, SCOPE_TYPES) and getattr(s, "name", "") == name
             ]
             return calls if len(defined) == 1 else None
+        if isinstance(owner, ast.ClassDef) and name == "__init__":
+            return self._constructions(owner)
         if isinstance(owner, ast.ClassDef):
             others = [
                 c
@@ -394,6 +396,26 @@ class Loaders:
                 calls.append(call)
             return calls
         return None
+
+    def _constructions(self, cls: ast.ClassDef) -> list[ast.Call] | None:
+        """The ``Cls(...)`` calls in this module that run ``cls.__init__``;
+        None when the class is used otherwise (a base class, passed as a
+        value, defined twice), since its ``__init__`` may then run from
+        elsewhere."""
+        if not isinstance(parent(cls), ast.Module):
+            return None
+        defined = [c for c in self.facts.classes.classes.values() if c.node.name == cls.name]
+        if len(defined) != 1:
+            return None
+        calls: list[ast.Call] = []
+        for node in self.facts.index.names(cls.name):
+            if not isinstance(node.ctx, ast.Load):
+                continue
+            call = parent(node)
+            if not (isinstance(call, ast.Call) and call.func is node):
+                return None  # a base class, an isinstance check, a factory table
+            calls.append(call)
+        return calls
 
     # -- helpers ----------------------------------------------------------------------------
     def _local_function(self, func: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

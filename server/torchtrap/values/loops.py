@@ -438,14 +438,23 @@ class LoopFacts:
         assert values is not None, "used after its module's lint"
         return values.loaders
 
-    def optimizer(self, ref: Ref) -> bool:
+    def optimizer(self, ref: Ref, depth: int = 0) -> bool:
         """Is ``ref`` evidently a torch optimizer (``torch.optim.SGD(...)``,
         also through names and ``self`` attributes, or a parameter
-        annotated ``Optimizer``)?"""
+        annotated ``Optimizer``, also once stored: ``self.optimizer =
+        optimizer`` in an ``__init__(self, optimizer: optim.Optimizer)``)?"""
         if self._annotated(ref, ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")):
             return True
         values = self.values(ref)
-        return bool(values) and all(self._optimizer_value(v) for v, _ in values or ())
+        return bool(values) and all(
+            self._optimizer_value(v)
+            or (
+                isinstance(v, ast.Name)
+                and depth < _MAX_DEPTH
+                and self.optimizer(Ref(v, at, v.id), depth + 1)
+            )
+            for v, at in values or ()
+        )
 
     def _optimizer_value(self, value: ast.expr) -> bool:
         if not isinstance(value, ast.Call):
