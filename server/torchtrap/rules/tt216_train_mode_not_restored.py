@@ -148,28 +148,28 @@ class TrainModeNotRestored(Rule):
         model = evaluation.receiver
         assert model is not None and model.key is not None
         name = model.key
+        # The evaluation as the loop's function spells it: the helper call, or `model.eval()`.
         anchor = evaluation.via[0] if evaluation.via else evaluation.node
-        line = getattr(anchor, "lineno", 0)
-        what = (
-            f"`{ast.unparse(anchor.func)}()`"
+        trained = forward.via[0] if forward.via else forward.node
+        line = getattr(trained, "lineno", 0)
+        after = (
+            f" after `{ast.unparse(anchor.func)}()`"
             if isinstance(anchor, ast.Call) and evaluation.via
-            else f"`{name}.eval()`"
+            else ""
         )
         candidates = (
-            f"`{name}` stays in eval mode after {what} on {line_text(line)}: next training "
-            "steps run with Dropout off, BatchNorm frozen",
-            f"`{name}` stays in eval mode after {line_text(line)}: next training steps run "
-            "with Dropout off, BatchNorm frozen",
+            f"`{name}` stays in eval mode{after}: the training step on {line_text(line)} "
+            "runs with Dropout off, BatchNorm frozen",
+            f"`{name}` stays in eval mode: the training step on {line_text(line)} runs with "
+            "Dropout off, BatchNorm frozen",
         )
         message = next((m for m in candidates if len(m) <= MESSAGE_LIMIT), candidates[-1])
-        related = [
-            self.ctx.related(evaluation.node, "switched to eval mode here"),
-            self.ctx.related(backward.node, "a training step that runs in eval mode"),
-        ]
+        related = [self.ctx.related(backward.node, "a training step that runs in eval mode")]
+        if evaluation.via:
+            related.insert(0, self.ctx.related(evaluation.node, "switched to eval mode here"))
         fixes = self._fixes(loop, evaluation, forward, backward, name)
-        node = forward.via[0] if forward.via else forward.node
         return self.finding(
-            node,
+            anchor,
             message,
             severity=None if known else Severity.INFO,
             fixes=fixes,
@@ -202,6 +202,32 @@ class TrainModeNotRestored(Rule):
         ]
 
     valid = (
+        Valid(
+            """
+            import torch
+
+            def main(model, iterator, optim, eval_steps):
+                @torch.no_grad()
+                def _eval_epoch():
+                    model.eval()
+                    for batch in iterator:
+                        model(batch)
+
+                def _train_epoch():
+                    for step, batch in enumerate(iterator):
+                        model.train()
+                        optim.zero_grad()
+                        model(batch).sum().backward()
+                        optim.step()
+                        if step % eval_steps == 0:
+                            _eval_epoch()
+
+                for epoch in range(10):
+                    _train_epoch()
+            """,
+            note="issue 34 (texar-pytorch after the fix): the nested evaluation, "
+            "train mode set again on every step",
+        ),
         Valid(
             """
             import torch
@@ -404,6 +430,73 @@ class TrainModeNotRestored(Rule):
         Invalid(
             """
             import torch
+
+            def main(model, iterator, optim, eval_steps):
+                @torch.no_grad()
+                def _eval_epoch():
+                    model.eval()
+                    for batch in iterator:
+                        model(batch)
+
+                def _train_epoch():
+                    model.train()
+                    for step, batch in enumerate(iterator):
+                        optim.zero_grad()
+                        model(batch).sum().backward()
+                        optim.step()
+                        if step % eval_steps == 0:
+                            _eval_epoch()
+
+                for epoch in range(10):
+                    _train_epoch()
+            """,
+            line=18,
+            severity=Severity.INFO,
+            message_contains="`model` stays in eval mode after `_eval_epoch()`",
+            note="issue 34 (asyml/texar-pytorch): nested functions, the evaluation "
+            "inside the batch loop",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 2)
+                    self.bn = nn.BatchNorm1d(8)
+
+                def forward(self, x):
+                    return self.fc(self.bn(x))
+
+            class Trainer:
+                def __init__(self, loader, test_loader):
+                    self.net = nn.DataParallel(Net())
+                    self.solver = torch.optim.SGD(self.net.parameters(), lr=0.1)
+                    self.loader, self.test_loader = loader, test_loader
+
+                def train(self, epochs):
+                    self.net.train(True)
+                    for epoch in range(epochs):
+                        for x, y in self.loader:
+                            self.solver.zero_grad()
+                            nn.functional.cross_entropy(self.net(x), y).backward()
+                            self.solver.step()
+                        self._accuracy()
+
+                def _accuracy(self):
+                    self.net.eval()
+                    with torch.no_grad():
+                        return sum((self.net(x).argmax(1) == y).sum() for x, y in self.test_loader)
+            """,
+            line=27,
+            message_contains="`self.net` stays in eval mode",
+            note="issue 34 (zhangyongshun/resnet_finetune_cub): the model wrapped in DataParallel",
+        ),
+        Invalid(
+            """
+            import torch
             import torch.nn as nn
 
             def validate(model, loader):
@@ -422,8 +515,9 @@ class TrainModeNotRestored(Rule):
                         optimizer.step()
                     validate(model, val_loader)
             """,
-            line=17,
-            message_contains="`model` stays in eval mode after `validate()` on line 19",
+            line=19,
+            message_contains="`model` stays in eval mode after `validate()`: the training step "
+            "on line 17",
             fixed="""
             import torch
             import torch.nn as nn
@@ -466,7 +560,7 @@ class TrainModeNotRestored(Rule):
                         if step % 500 == 0:
                             self.evaluate()
             """,
-            line=15,
+            line=18,
             severity=Severity.INFO,
             message_contains="`self.model` stays in eval mode",
             note="evaluation inside the batch loop; a model whose layers are not known here",
@@ -520,9 +614,9 @@ class TrainModeNotRestored(Rule):
                     with torch.no_grad():
                         accuracy = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
             """,
-            line=24,
+            line=25,
             severity=Severity.WARNING,
-            message_contains="after `model.eval()` on line 25",
+            message_contains="`model` stays in eval mode: the training step on line 24",
             note="the training function of this file never calls train(); fixed there",
             fixed="""
             import torch
