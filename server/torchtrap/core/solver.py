@@ -290,11 +290,23 @@ class Solver:
             out.extend(transform(obj))
         return out
 
+    def _stop(self) -> None:
+        """Past the budget: what is known stays, the model is incomplete."""
+        self.complete = False
+        self.queue.clear()
+        self.queued.clear()
+        self.deferred.clear()
+
     def solve(self) -> None:
         while self.queue or self.dirty or self.deferred:
             if self.deferred:
                 handler, objs = self.deferred.popleft()
                 self.steps += len(objs)
+                if self.steps > self.budget:
+                    # Handlers that register handlers (an nn.Sequential run
+                    # on its own output) can go on without the queue growing.
+                    self._stop()
+                    return
                 for obj in objs:
                     handler(obj)
                 continue
@@ -309,10 +321,7 @@ class Solver:
             self.pending[node] = set()
             self.steps += len(delta) * (1 + len(self.succ[node]) + len(self.handlers[node]))
             if self.steps > self.budget:
-                self.complete = False
-                self.queue.clear()
-                self.queued.clear()
-                self.deferred.clear()
+                self._stop()
                 return
             for dst, transform in list(self.succ[node]):
                 if node in self.saturated:
@@ -848,12 +857,20 @@ class Solver:
         """Calling what a library call made: an ``nn.Sequential`` runs its
         modules in turn (each one's ``forward`` gets the previous output)."""
         if obj.type_name in SEQUENTIALS and cs.args:
-            previous = cs.args[0][0]
-            for node in obj.args:
-                out = self.node("sequential")
-                self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
-                previous = out
-            self.edge(previous, cs.dst)
+            # One chain per Sequential object, shared by its calls: a
+            # Sequential that holds itself (`nn.Sequential(*self.features,
+            # ...)`) would otherwise build a new chain at every level.
+            first = ("seq", obj, "in")
+            wired = first in self.keyed
+            previous = self.key(*first)
+            self.edge(cs.args[0][0], previous)
+            if not wired:
+                for index, node in enumerate(obj.args):
+                    out = self.key("seq", obj, index)
+                    self.call(node, CallSite(cs.caller, cs.site, [(previous, False)], [], out))
+                    previous = out
+                self.keyed[("seq", obj, "out")] = previous
+            self.edge(self.keyed[("seq", obj, "out")], cs.dst)
         self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _ext_call(self, callee: Obj, cs: CallSite) -> ExtCallObj:

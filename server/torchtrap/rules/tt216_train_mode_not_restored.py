@@ -206,6 +206,30 @@ class TrainModeNotRestored(Rule):
             """
             import torch
 
+            class ClassificationModel:
+                def train(self, loader, epochs, optimizer):
+                    model = self.model
+                    for epoch in range(epochs):
+                        model.train()
+                        for batch in loader:
+                            loss = model(**batch)[0]
+                            loss.backward()
+                            optimizer.step()
+                            model.zero_grad()
+                        self.evaluate(loader)
+
+                def evaluate(self, loader):
+                    model = self.model
+                    model.eval()
+                    with torch.no_grad():
+                        return [model(**batch)[1] for batch in loader]
+            """,
+            note="issue 34 (simpletransformers after the fix): `model.train()` in the epoch loop",
+        ),
+        Valid(
+            """
+            import torch
+
             def main(model, iterator, optim, eval_steps):
                 @torch.no_grad()
                 def _eval_epoch():
@@ -427,6 +451,38 @@ class TrainModeNotRestored(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+
+            class ClassificationModel:
+                def train(self, loader, epochs, optimizer, n_gpu):
+                    model = self.model
+                    if n_gpu > 1:
+                        model = torch.nn.DataParallel(model)
+                    model.train()
+                    for epoch in range(epochs):
+                        for batch in loader:
+                            loss = model(**batch)[0]
+                            loss.backward()
+                            optimizer.step()
+                            model.zero_grad()
+                        self.eval_model(loader)
+
+                def eval_model(self, loader):
+                    return self.evaluate(loader)
+
+                def evaluate(self, loader):
+                    model = self.model
+                    model.eval()
+                    with torch.no_grad():
+                        return [model(**batch)[1] for batch in loader]
+            """,
+            line=16,
+            severity=Severity.INFO,
+            message_contains="`self.model` stays in eval mode",
+            note="issue 34 (simpletransformers): `model = self.model` in both methods",
+        ),
         Invalid(
             """
             import torch

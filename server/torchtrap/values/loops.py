@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
+from torchtrap.facts.modules import MODULE_WRAPPERS
 from torchtrap.facts.optim import is_scheduler_constructor
 from torchtrap.facts.remote import mark_remote, same_file
 from torchtrap.facts.tensors import Binding
@@ -317,6 +318,42 @@ class LoopFacts:
             method = info.method(func.attr) if info is not None else None
             return method
         return None
+
+    def self_alias(self, expr: ast.expr) -> str | None:
+        """``attr`` when the root name of ``expr`` is a local bound only to
+        ``self.attr`` (through ``.to()``-style calls, or a DataParallel
+        wrapper of itself): ``model = self.model``."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id == "self":
+            return None
+        reach = self.tensors.reaching(root.id, root)
+        if reach is None or not reach.bindings:
+            return None
+        found: set[str] = set()
+        for binding in reach.bindings:
+            value = binding.value
+            if value is None or binding.path:
+                return None
+            while isinstance(value, ast.Call):
+                func = value.func
+                if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+                    value = func.value
+                elif self.imports.qualname(func) in MODULE_WRAPPERS and value.args:
+                    value = value.args[0]
+                else:
+                    return None
+            if isinstance(value, ast.Name) and value.id == root.id:
+                continue  # `model = nn.DataParallel(model)`
+            if not (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+            ):
+                return None
+            found.add(value.attr)
+        return found.pop() if len(found) == 1 else None
 
     def _module_functions(self) -> dict[str, Function]:
         if self._functions is None:
@@ -826,7 +863,24 @@ class _Walker:
         )
 
     def ref(self, expr: ast.expr, frame: _Frame) -> Ref:
-        return _ref(expr, frame)
+        found = _ref(expr, frame)
+        if frame.foreign:
+            return found
+        alias = self.facts.self_alias(expr)
+        if alias is None:
+            return found
+        # `model = self.model` (maybe `nn.DataParallel(model)`): the same
+        # object as `self.model`, as the training and evaluation spell it.
+        outer = frame.env.get("self")
+        if outer is not None and outer.key:
+            base = f"{outer.key}.{alias}"
+        elif not frame.via:
+            base = f"self.{alias}"
+        else:
+            return found  # a helper whose `self` the caller does not name
+        dotted = dotted_name(expr) or ""
+        rest = dotted.partition(".")[2]
+        return Ref(expr, found.at, f"{base}.{rest}" if rest else base)
 
 
 def _bind(callee: Function, call: ast.Call, args: tuple[Ref, ...], frame: _Frame) -> dict[str, Ref]:
@@ -1046,6 +1100,7 @@ def _worth_asking(call: ast.Call, qualname: str | None) -> bool:
 
 
 _BUILTINS = frozenset(dir(__import__("builtins")))
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "train"})
 # Method names that are a tensor's or a container's far more often than a project's.
 _TENSOR_METHODS = frozenset(
     {"item", "detach", "cpu", "cuda", "to", "size", "view", "mean", "sum", "append", "update"}
