@@ -154,7 +154,8 @@ class LossKeptWithGraph(Rule):
             return None
         function = enclosing_function(loop)
         scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module = function or self.ctx.tree
-        if _sum_backpropagated(loops.function_events(scope), acc.target):
+        own = [e for e in loops.function_events(scope) if loops.foreign_path(e.node) is None]
+        if _sum_backpropagated(own, acc.target):
             return None  # gradient accumulation: the sum is backpropagated
         return self._finding(acc, graph, events, scope, loop)
 
