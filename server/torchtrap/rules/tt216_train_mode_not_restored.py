@@ -206,6 +206,30 @@ class TrainModeNotRestored(Rule):
             """
             import torch
 
+            def main(rgb_encoder, predictor, loader, val_loader, epochs):
+                optimizer = torch.optim.AdamW(predictor.parameters())
+                for epoch in range(epochs):
+                    rgb_encoder.eval()
+                    predictor.train()
+                    for rgb, target in loader:
+                        feats = rgb_encoder(rgb)
+                        loss = (predictor(feats) - target).pow(2).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                    rgb_encoder.eval()
+                    predictor.eval()
+                    with torch.no_grad():
+                        for rgb, target in val_loader:
+                            predictor(rgb_encoder(rgb))
+            """,
+            note="issue 34 (waypoint-predictor): a frozen encoder set to eval at the top of "
+            "each epoch, on purpose",
+        ),
+        Valid(
+            """
+            import torch
+
             class ClassificationModel:
                 def train(self, loader, epochs, optimizer):
                     model = self.model
@@ -749,8 +773,11 @@ def _unrestored_step(
     model = evaluation.receiver
     assert model is not None and model.key is not None
     order = events[position + 1 :] + events[:position]
+    tail = len(events) - position - 1  # events of this iteration; the rest are the next one's
     forward: Event | None = None
-    for event in order:
+    latest, latest_wrapped = evaluation, False  # the last eval() of the model before the step
+    for index, event in enumerate(order):
+        wrapped = index >= tail
         if (
             event.kind == TRAIN
             and event.receiver is not None
@@ -764,6 +791,7 @@ def _unrestored_step(
             and _same_model(event.receiver, model)
         ):
             forward = None
+            latest, latest_wrapped = event, wrapped
             continue
         if (
             event.kind == CALL
@@ -776,6 +804,8 @@ def _unrestored_step(
         elif event.kind == BACKWARD and forward is not None:
             if _next_to_training(evaluation, event):
                 return None  # a frozen part switched each step, next to the training code
+            if latest_wrapped == wrapped and _set_for_training(latest, event):
+                return None  # `encoder.eval()` at the top of the epoch: frozen on purpose
             return forward, event
     return None
 
@@ -807,6 +837,21 @@ def _next_to_training(evaluation: Event, backward: Event) -> bool:
         and not evaluation.conditional
         and evaluation.loops == backward.loops
         and not backward.via
+    )
+
+
+def _set_for_training(evaluation: Event, backward: Event) -> bool:
+    """An unconditional ``m.eval()`` written in the loop's own code before the
+    training step of the same iteration, at its loop level or around it
+    (`rgb_encoder.eval()` at the top of each epoch, the batch loop inside):
+    the model trains in eval mode because the code says so (a frozen
+    pretrained encoder), not because an evaluation left it there."""
+    depth = len(evaluation.loops)
+    return (
+        not evaluation.via
+        and not evaluation.conditional
+        and backward.loops[:depth] == evaluation.loops
+        and getattr(evaluation.node, "lineno", 0) < getattr(backward.node, "lineno", 0)
     )
 
 
