@@ -293,3 +293,49 @@ def test_tt219_setup_py_install_requires(
     found = _check(tmp_path, {"helpers.py": LOAD}, "TT219", capsys)
     assert [f["severity"] for f in found] == ["warning"]
     assert "`torch>=1.8`" in found[0]["message"]
+
+
+# -- TT214: a meter object of another file keeps the loss ----------------------------
+METERS = """\
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        {body}
+        self.count += n
+"""
+TRAIN_214 = """\
+import torch
+from meters import AverageMeter
+
+
+def train(model, loader, optimizer, criterion):
+    losses = AverageMeter()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.update(loss, x.size(0))
+    return losses.sum / losses.count
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "flagged"),
+    [
+        ("self.sum += val * n", True),
+        ("self.sum += val.item() * n", False),  # the meter keeps a number
+        ("val = float(val)\n        self.sum += val * n", False),
+    ],
+)
+def test_tt214_a_meter_of_another_file_keeps_the_loss(
+    tmp_path: Path, body: str, flagged: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"meters.py": METERS.format(body=body), "train.py": TRAIN_214}
+    found = _check(tmp_path, files, "TT214", capsys)
+    assert [f["range"]["start"]["line"] for f in found] == ([12] if flagged else [])
+    if flagged:
+        assert "`losses` keeps (`.update()`)" in found[0]["message"]

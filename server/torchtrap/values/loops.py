@@ -262,6 +262,11 @@ class LoopFacts:
             found = self._program_callee(call, own=True)
         return found
 
+    def project_method(self, call: ast.Call) -> Function | None:
+        """The project function a method call runs, whatever its name
+        (``meter.update(loss)``): the file's helpers, else the model's."""
+        return self._local_callee(call) or self._program_callee(call, own=True)
+
     def foreign_path(self, node: ast.AST) -> str | None:
         """The path of the other file a followed helper's node lies in."""
         found = self._foreign.get(id(_root(node)))
