@@ -448,3 +448,70 @@ def resolve_torch_version(config: Config, path: str | None) -> tuple[int, ...] |
 def resolve_numpy_version(config: Config, path: str | None) -> tuple[int, ...] | None:
     """config ``numpy-version`` → installed numpy metadata → a pin; None if unknown."""
     return resolve_version("numpy", config.numpy_version, config, path)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A package requirement the project declares: ``torch>=1.10`` on line
+    ``line`` of ``path``; ``specs`` are its (operator, version) pairs, empty
+    for a bare name."""
+
+    text: str
+    path: Path
+    line: int
+    specs: tuple[tuple[str, str], ...]
+
+    def admits_below(self, version: tuple[int, ...]) -> bool:
+        """Does some release older than ``version`` satisfy every specifier?
+        A bare name admits any; ``>=``/``~=``/``>``/``==`` raise the floor."""
+        floor: tuple[int, ...] | None = None
+        for op, text in self.specs:
+            if op in (">=", "~=", ">", "==", "==="):
+                found = parse_version(text)
+                if found is not None and (floor is None or found > floor):
+                    floor = found
+        return floor is None or floor < version
+
+
+# `torch>=1.10,<2` in a requirements line, a quoted dependency string, a setup.cfg line.
+_REQUIREMENT_RE = re.compile(
+    r"""(?:^|["'])[ \t]*torch[ \t]*(?:\[[^\]\n]*\])?[ \t]*"""
+    r"""((?:(?:==|~=|>=|<=|!=|>|<|===)[ \t]*[0-9][0-9a-zA-Z.*+!-]*[ \t]*,?[ \t]*)*)"""
+    r"""(?=$|["';#])""",
+    re.MULTILINE,
+)
+_SPEC_RE = re.compile(r"(==|~=|>=|<=|!=|>|<|===)\s*([0-9][0-9a-zA-Z.*+!-]*)")
+_REQUIREMENT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+@functools.lru_cache(maxsize=256)
+def declared_requirement(folder: Path, package: str = "torch") -> Requirement | None:
+    """The project's declared torch requirement: the first in
+    requirements*.txt, pyproject.toml, setup.py or setup.cfg next to or above
+    ``folder`` (up to the repository root), bare or with its range."""
+    if package != "torch":
+        return None
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        names = sorted(candidate.glob("requirements*.txt")) + [
+            candidate / n for n in _REQUIREMENT_FILES
+        ]
+        for path in names:
+            if not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for match in _REQUIREMENT_RE.finditer(text):
+                start = match.start() + (1 if match.group(0)[:1] in "\"'" else 0)
+                line_start = text.rfind("\n", 0, start) + 1
+                if text[line_start:start].lstrip().startswith("#"):
+                    continue
+                specs = tuple(_SPEC_RE.findall(match.group(1)))
+                shown = "torch" + ",".join(f"{op}{v}" for op, v in specs)
+                line = text.count("\n", 0, start) + 1
+                return Requirement(shown, path, line, specs)
+        if (candidate / ".git").exists():
+            break
+    return None

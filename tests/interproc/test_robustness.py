@@ -156,6 +156,42 @@ def test_recursion_terminates(tmp_path: Path) -> None:
     assert chain == {"Inst:Node@rec:4", "const:None"}  # made in __init__, or the end
 
 
+def test_a_sequential_that_holds_itself_terminates(tmp_path: Path) -> None:
+    """samuelyu2002/ImVisible's LYTNet: `self.features = nn.Sequential(*self.features,
+    ...)` puts the Sequential among its own modules; each call of it built a new
+    chain of nodes (1.2M nodes, the budget never checked between handlers)."""
+    analysis = analyse_project(
+        tmp_path,
+        {
+            "net.py": """
+                import torch.nn as nn
+
+
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+                        self.features = nn.Sequential(*self.features, nn.Conv2d(8, 8, 3))
+                        self.head = nn.Sequential(nn.Linear(8, 2), nn.Softmax(dim=1))
+
+                    def forward(self, x):
+                        return self.head(self.features(x))
+
+
+                net = Net().cuda()
+                reveal(net)
+                reveal(net(1))
+            """
+        },
+    )
+    assert analysis.solver.complete
+    assert len(analysis.solver.pts) < 5_000  # measured: 117 nodes
+    model, out = reveal(analysis)
+    # `.cuda()` returns the module itself
+    assert model is not None and {d.split("@")[0] for d in model} == {"Inst:Net"}
+    assert out  # the head's output reaches the call
+
+
 def chain(length: int) -> dict[str, str]:
     src = ["class Thing:\n    pass\n"]
     src += [f"def f{i}(x):\n    return f{i + 1}(x)\n" for i in range(length - 1)]

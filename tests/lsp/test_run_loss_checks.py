@@ -65,7 +65,8 @@ async def test_loss_checks_reach_the_editor_on_the_users_lines(root: Path) -> No
         related = tt201.related_information or ()
         seen = [r for r in related if r.message.startswith("torchtrap-run:")]
         assert seen and "the loss is inf at backward 3" in seen[0].message
-        assert _line(script, "    loss.backward()") in {r.location.range.start.line for r in related}
+        lines = {r.location.range.start.line for r in related}
+        assert _line(script, "    loss.backward()") in lines
 
         meters = (root / "meters.py").as_uri()
         kept = _run(await _published(h, meters, lambda ds: bool(_run(ds))))

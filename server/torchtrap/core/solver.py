@@ -43,6 +43,12 @@ from torchtrap.core.objects import (
 from torchtrap.core.program import Program
 from torchtrap.core.scopes import bound_names, is_generator, lambda_numbers
 
+# nn.Module methods that return the module itself (`model = Net().to(device)`).
+MODULE_SELF_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "train", "eval"}
+    | {"requires_grad_", "share_memory", "to_empty", "apply", "xpu"}
+)
+
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
@@ -319,6 +325,13 @@ class Solver:
             out.extend(transform(obj))
         return out
 
+    def _stop(self) -> None:
+        """Past the budget: what is known stays, the model is incomplete."""
+        self.complete = False
+        self.queue.clear()
+        self.queued.clear()
+        self.deferred.clear()
+
     def solve(self) -> None:
         while self.queue or self.dirty or self.deferred:
             if self.deferred:
@@ -350,13 +363,6 @@ class Solver:
             for handler in list(self.handlers[node]):
                 for obj in list(delta):
                     handler(obj)
-
-    def _stop(self) -> None:
-        """Past a budget: what the sets hold so far is partial."""
-        self.complete = False
-        self.queue.clear()
-        self.queued.clear()
-        self.deferred.clear()
 
     def lambdas(self, node: ast.AST) -> dict[int, int]:
         """``<lambdaN>`` numbers of a function's own lambdas (every copy of
@@ -820,7 +826,17 @@ class Solver:
         elif isinstance(obj, ExtAttrObj):
             if obj.qname:
                 self.record(cs.caller, obj.qname)
-            self.add(cs.dst, (self._ext_call(obj, cs),))
+            made = self._ext_call(obj, cs)  # kept: where a module moved to CUDA
+            base = obj.base
+            if (
+                obj.attr in MODULE_SELF_METHODS
+                and isinstance(base, InstObj)
+                and self.is_module_like(base.cls)
+            ):
+                # `Net().to(device)`: nn.Module's own method returns the module.
+                self.add(cs.dst, (base,))
+            else:
+                self.add(cs.dst, (made,))
             self._library_method(obj, cs)
         elif isinstance(obj, ExtCallObj):
             self._call_library_object(obj, cs)

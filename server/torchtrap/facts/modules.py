@@ -57,6 +57,16 @@ STATELESS_LAYERS = words(
     """
 )
 _CONTAINER_MODULES = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+# Wrappers whose train/eval mode and layers are those of the module they wrap (first argument).
+MODULE_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
 _TRANSFORMS = ("torchvision.transforms.", "torchvision.transforms.v2.")
 
 

@@ -97,3 +97,18 @@ def with_location(message: str, loaders: list[DataLoaderCall]) -> str:
 
 def same_file(a: str, b: str) -> bool:
     return a == b or os.path.abspath(a) == os.path.abspath(b)
+
+
+def mark_remote(tree: ast.AST, path: str) -> None:
+    """Give every located node of another file's tree that file's location,
+    so that ``Context.related`` points there (a helper followed across files)."""
+    name = os.path.basename(path)
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is None:
+            continue
+        col = node.col_offset  # type: ignore[attr-defined]
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        rng = Range.of(line, col, end_line, col if end_col is None else end_col)
+        setattr(node, REMOTE_ATTR, (path, rng, f"{name}:{line}"))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
+from torchtrap.facts.remote import same_file
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -14,6 +17,7 @@ from torchtrap.findings import (
     Fix,
     Position,
     Range,
+    RelatedLocation,
     Severity,
     unsafe_title,
 )
@@ -21,6 +25,12 @@ from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
 from torchtrap.values.assumptions import Assumption, probability_assumption
+from torchtrap.values.program import Model, module_model
+from torchtrap.values.program_values import (
+    ProgramProbability,
+    program_module_types,
+    program_probability,
+)
 
 F = "torch.nn.functional."
 
@@ -131,16 +141,27 @@ class DoubleNormalisedLoss(Rule):
         "NLLLoss",
         "with_logits",
         "WithLogitsLoss",
+        # A criterion built elsewhere (a factory, another file): the model says which.
+        "criterion",
+        "loss",
     )
 
     def check(self) -> Iterable[Finding]:
+        self._program: Model | Literal[False] | None = None  # the model, asked once
+        seen: set[int] = set()
         for call, loss in self._loss_calls():
             arg = _input(call)
-            if arg is None:
+            if arg is None or id(call) in seen:
                 continue
+            seen.add(id(call))
             value = self.ctx.values.of(arg, call)
             prob = value.probability
-            if prob is None or prob.kind != loss.wrong or prob.scaled or prob.complement:
+            if prob is None:
+                found = self._program_probability(arg)
+                if found is not None and found[0].kind == loss.wrong:
+                    yield self._program_finding(call, arg, loss, *found)
+                continue
+            if prob.kind != loss.wrong or prob.scaled or prob.complement:
                 continue
             if value.definite:
                 yield self._finding(call, arg, loss, prob)
@@ -172,6 +193,7 @@ class DoubleNormalisedLoss(Rule):
                     holder = _stored_name(built)
                     if holder is not None:
                         holders.add(holder)
+        yield from self._program_loss_calls()
         models = self.ctx.values.models
         for holder in sorted(holders):
             for call in by_name.get(holder, ()):
@@ -182,6 +204,70 @@ class DoubleNormalisedLoss(Rule):
                 found = MODULES.get(built_name) if built_name is not None else None
                 if found is not None:
                     yield call, found
+
+    def _model(self) -> Model | None:
+        ctx = self.ctx
+        if self._program is None:
+            self._program = module_model(ctx.project, ctx.path, ctx.text, ctx.tree) or False
+        return self._program or None
+
+    def _program_loss_calls(self) -> Iterator[tuple[ast.Call, _Loss]]:
+        """Calls of a loss module the file alone does not show: a criterion
+        built by a factory (`build_criterion(cfg)`), a dict of constructors,
+        another file; the whole-program model says what the callee holds."""
+        if not any(word in self.ctx.text for word in ("loss", "Loss", "criterion")):
+            return
+        for call in self.ctx.facts.index.of(ast.Call):
+            func = call.func
+            if not call.args or not isinstance(func, (ast.Name, ast.Attribute)):
+                continue
+            if self.ctx.facts.imports.qualname(func) is not None:
+                continue  # an imported function or class: the module's own question
+            model = self._model()
+            if model is None:
+                return
+            types = program_module_types(model, func)
+            losses = {MODULES.get(t) for t in types} if types else set()
+            if len(losses) == 1 and None not in losses:
+                yield call, losses.pop()  # type: ignore[misc]
+
+    def _program_probability(self, arg: ast.expr) -> tuple[ProgramProbability, Model] | None:
+        """A softmax or sigmoid the module's values cannot see: the end of a
+        `forward` in another file, a method returning probabilities."""
+        if not isinstance(arg, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)):
+            return None
+        model = self._model()
+        found = program_probability(model, arg) if model is not None else None
+        if found is None or model is None:
+            return None
+        return found, model
+
+    def _program_finding(
+        self, call: ast.Call, arg: ast.expr, loss: _Loss, prob: ProgramProbability, model: Model
+    ) -> Finding:
+        where = model.where(prob.made.module, prob.made.line, prob.made.col)
+        related = []
+        shown = ""
+        if where is not None:
+            path, rng = where
+            elsewhere = not same_file(path, self.ctx.path)
+            related.append(
+                RelatedLocation(
+                    rng, f"the {prob.kind} is computed here", path=path if elsewhere else None
+                )
+            )
+            shown = f" ({os.path.basename(path)}:{rng.start.line})" if elsewhere else ""
+        if loss is _NLL:
+            message = (
+                f"`nll_loss` expects log-probabilities: given a softmax output{shown} the loss "
+                "is -p, not -log p"
+            )
+        else:
+            message = (
+                f"`{loss.name}` applies {loss.applies} itself: given a {prob.kind} "
+                f"output{shown}, it normalises twice"
+            )
+        return self.finding(arg, message, related=related)
 
     def _finding(self, call: ast.Call, arg: ast.expr, loss: _Loss, prob: Probability) -> Finding:
         given = f"the model's {prob.kind} output" if prob.module else f"this {prob.kind} output"

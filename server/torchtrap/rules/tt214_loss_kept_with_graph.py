@@ -126,6 +126,7 @@ class LossKeptWithGraph(Rule):
                 and dotted_name(value.left) == dotted_name(assign.targets[0])
             ):
                 yield _Accumulation(assign, assign.targets[0], (value.right,))
+        yield from self._stored_by_method()
         for call in self.ctx.facts.calls_by_name.get("append", ()):
             if not (isinstance(call.func, ast.Attribute) and len(call.args) == 1):
                 continue
@@ -137,6 +138,37 @@ class LossKeptWithGraph(Rule):
             else:
                 values = (arg,)
             yield _Accumulation(call, call.func.value, values)
+
+    def _stored_by_method(self) -> Iterator[_Accumulation]:
+        """``meter.update(loss)`` where the project method adds its argument
+        into an attribute of the object (``self.sum += val * n``) or appends
+        it, as it is: the meter keeps every step's graph."""
+        loops = self.ctx.values.loops
+        for call in self.ctx.facts.index.of(ast.Call):
+            func = call.func
+            if not (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, (ast.Name, ast.Attribute))
+                and call.args
+                and not any(isinstance(a, ast.Starred) for a in call.args)
+                and loops.enclosing_loops(call)
+            ):
+                continue
+            if func.attr == "append" or not loops.may_backpropagate(loops.enclosing_loops(call)[0]):
+                continue
+            method = loops.project_method(call)
+            if method is None:
+                continue
+            params = [a.arg for a in (*method.args.posonlyargs, *method.args.args)]
+            if params[:1] != ["self"]:
+                continue
+            stored = [
+                arg
+                for name, arg in zip(params[1:], call.args, strict=False)
+                if _keeps_parameter(method, name)
+            ]
+            if stored:
+                yield _Accumulation(call, func.value, tuple(stored))
 
     def _check(self, loops: LoopFacts, acc: _Accumulation) -> Finding | None:
         enclosing = loops.enclosing_loops(acc.node)
@@ -158,7 +190,8 @@ class LossKeptWithGraph(Rule):
             return None
         function = enclosing_function(loop)
         scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module = function or self.ctx.tree
-        if _sum_backpropagated(loops.function_events(scope), acc.target):
+        own = [e for e in loops.function_events(scope) if loops.foreign_path(e.node) is None]
+        if _sum_backpropagated(own, acc.target):
             return None  # gradient accumulation: the sum is backpropagated
         return self._finding(acc, graph, events, scope, loop)
 
@@ -172,7 +205,10 @@ class LossKeptWithGraph(Rule):
     ) -> Finding:
         target = ast.unparse(acc.target)
         value = ast.unparse(graph[0])
-        verb = "appends" if isinstance(acc.node, ast.Call) else "adds up"
+        verb = "adds up"
+        if isinstance(acc.node, ast.Call):
+            method = acc.node.func.attr if isinstance(acc.node.func, ast.Attribute) else ""
+            verb = "appends" if method == "append" else f"keeps (`.{method}()`)"
         candidates = (
             f"`{target}` {verb} `{value}` with its autograd graph: every iteration's graph "
             "stays alive and memory grows each step",
@@ -663,3 +699,49 @@ def _wrap(source: object, values: list[ast.expr], method: str) -> list[Edit]:
         wrapped = f"{text}.{method}()" if isinstance(value, _ATOMS) else f"({text}).{method}()"
         out.append(edits.replace(source, value, wrapped))
     return out
+
+
+def _keeps_parameter(method: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Does ``method`` add ``name`` as it is into ``self.attr`` (``+=``) or
+    append it to one, without rebinding it first (``val = val.item()``)?"""
+    kept = False
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return False
+        value: ast.expr | None = None
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and _on_self(node.target)
+        ):
+            value = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and _on_self(node.func.value)
+            and len(node.args) == 1
+        ):
+            value = node.args[0]
+        if value is not None and _uses_raw(value, name):
+            kept = True
+    return kept
+
+
+def _on_self(target: ast.expr) -> bool:
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "self"
+
+
+def _uses_raw(value: ast.expr, name: str) -> bool:
+    """``name`` in ``value`` through arithmetic only (not `.item()`, `float()`)."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    if isinstance(value, ast.BinOp):
+        return _uses_raw(value.left, name) or _uses_raw(value.right, name)
+    if isinstance(value, ast.UnaryOp):
+        return _uses_raw(value.operand, name)
+    return False

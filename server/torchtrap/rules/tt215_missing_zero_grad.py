@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from torchtrap.facts.index import enclosing_function, enclosing_statement
+from torchtrap.facts.index import ancestors, enclosing_function, enclosing_statement
 from torchtrap.findings import Applicability, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -101,7 +101,7 @@ class MissingZeroGrad(Rule):
                 backward = _backward_for(events, step)
                 if backward is None:
                     continue
-                if _zeroed(loops, events, optimizer) or _may_zero(events, optimizer):
+                if _zeroed(loops, events, optimizer, step) or _may_zero(events, optimizer):
                     continue
                 seen.add(id(step.node))
                 yield self._finding(loops, loop, step, backward, optimizer, known)
@@ -198,6 +198,27 @@ class MissingZeroGrad(Rule):
         )
 
     valid = (
+        Valid(
+            """
+            import torch
+
+            def train(model, loader, bfloat_enable):
+                opt = torch.optim.AdamW(model.parameters())
+                if bfloat_enable:
+                    scaler = torch.amp.GradScaler()
+                for x in loader:
+                    loss = model(x).mean()
+                    opt.zero_grad()
+                    if not bfloat_enable:
+                        loss.backward()
+                        opt.step()
+                    else:
+                        scaler.scale(loss).backward()
+                        scaler.step(opt)
+                        scaler.update()
+            """,
+            note="issue 34 (facebookresearch/nwm after the fix): zeroed ahead of both branches",
+        ),
         Valid(
             """
             import torch
@@ -379,6 +400,29 @@ class MissingZeroGrad(Rule):
             """
             import torch
 
+            def train(model, loader, bfloat_enable):
+                opt = torch.optim.AdamW(model.parameters())
+                if bfloat_enable:
+                    scaler = torch.amp.GradScaler()
+                for x in loader:
+                    loss = model(x).mean()
+                    if not bfloat_enable:
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                    else:
+                        scaler.scale(loss).backward()
+                        scaler.step(opt)
+                        scaler.update()
+            """,
+            line=16,
+            note="issue 34 (facebookresearch/nwm): only the fp32 branch zeroes; "
+            "the bfloat16 branch steps on summed gradients",
+        ),
+        Invalid(
+            """
+            import torch
+
             def train(model, loader):
                 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                 for x, y in loader:
@@ -525,9 +569,9 @@ def _inner_together(a: Event, b: Event) -> bool:
     return bool(a.loops and b.loops and a.loops[0] is b.loops[0])
 
 
-def _zeroed(loops: LoopFacts, events: list[Event], optimizer: Ref) -> bool:
+def _zeroed(loops: LoopFacts, events: list[Event], optimizer: Ref, step: Event) -> bool:
     for event in events:
-        if event.kind != ZERO_GRAD:
+        if event.kind != ZERO_GRAD or _exclusive(event, step):
             continue
         receiver = event.receiver
         if receiver is None or receiver.key is None or receiver.key == optimizer.key:
@@ -571,3 +615,28 @@ def _module(node: ast.AST) -> ast.AST:
     from torchtrap.facts.index import ancestors
 
     return next(a for a in ancestors(node) if isinstance(a, ast.Module))
+
+
+def _exclusive(a: Event, b: Event) -> bool:
+    """Do ``a`` and ``b`` sit in the two arms of one ``if`` (the AMP branch
+    zeroes, the other does not)? A zero_grad under a condition on the same
+    path as the step (accumulation every N steps) is not exclusive."""
+    arms = _arms(a.via[0] if a.via else a.node)
+    other = _arms(b.via[0] if b.via else b.node)
+    return any(key in other and other[key] != arm for key, arm in arms.items())
+
+
+def _arms(node: ast.AST) -> dict[int, str]:
+    """For each ``if`` around ``node`` (in its function): which arm holds it."""
+    out: dict[int, str] = {}
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            break
+        if isinstance(anc, ast.If):
+            if any(child is s for s in anc.body):
+                out[id(anc)] = "body"
+            elif any(child is s for s in anc.orelse):
+                out[id(anc)] = "orelse"
+        child = anc
+    return out

@@ -153,28 +153,28 @@ class TrainModeNotRestored(Rule):
         model = evaluation.receiver
         assert model is not None and model.key is not None
         name = model.key
+        # The evaluation as the loop's function spells it: the helper call, or `model.eval()`.
         anchor = evaluation.via[0] if evaluation.via else evaluation.node
-        line = getattr(anchor, "lineno", 0)
-        what = (
-            f"`{ast.unparse(anchor.func)}()`"
+        trained = forward.via[0] if forward.via else forward.node
+        line = getattr(trained, "lineno", 0)
+        after = (
+            f" after `{ast.unparse(anchor.func)}()`"
             if isinstance(anchor, ast.Call) and evaluation.via
-            else f"`{name}.eval()`"
+            else ""
         )
         candidates = (
-            f"`{name}` stays in eval mode after {what} on {line_text(line)}: next training "
-            "steps run with Dropout off, BatchNorm frozen",
-            f"`{name}` stays in eval mode after {line_text(line)}: next training steps run "
-            "with Dropout off, BatchNorm frozen",
+            f"`{name}` stays in eval mode{after}: the training step on {line_text(line)} "
+            "runs with Dropout off, BatchNorm frozen",
+            f"`{name}` stays in eval mode: the training step on {line_text(line)} runs with "
+            "Dropout off, BatchNorm frozen",
         )
         message = next((m for m in candidates if len(m) <= MESSAGE_LIMIT), candidates[-1])
-        related = [
-            self.ctx.related(evaluation.node, "switched to eval mode here"),
-            self.ctx.related(backward.node, "a training step that runs in eval mode"),
-        ]
+        related = [self.ctx.related(backward.node, "a training step that runs in eval mode")]
+        if evaluation.via:
+            related.insert(0, self.ctx.related(evaluation.node, "switched to eval mode here"))
         fixes = self._fixes(loop, evaluation, forward, backward, name)
-        node = forward.via[0] if forward.via else forward.node
         return self.finding(
-            node,
+            anchor,
             message,
             severity=None if known else Severity.INFO,
             fixes=fixes,
@@ -207,6 +207,80 @@ class TrainModeNotRestored(Rule):
         ]
 
     valid = (
+        Valid(
+            """
+            import torch
+
+            def main(rgb_encoder, predictor, loader, val_loader, epochs):
+                optimizer = torch.optim.AdamW(predictor.parameters())
+                for epoch in range(epochs):
+                    rgb_encoder.eval()
+                    predictor.train()
+                    for rgb, target in loader:
+                        feats = rgb_encoder(rgb)
+                        loss = (predictor(feats) - target).pow(2).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                    rgb_encoder.eval()
+                    predictor.eval()
+                    with torch.no_grad():
+                        for rgb, target in val_loader:
+                            predictor(rgb_encoder(rgb))
+            """,
+            note="issue 34 (waypoint-predictor): a frozen encoder set to eval at the top of "
+            "each epoch, on purpose",
+        ),
+        Valid(
+            """
+            import torch
+
+            class ClassificationModel:
+                def train(self, loader, epochs, optimizer):
+                    model = self.model
+                    for epoch in range(epochs):
+                        model.train()
+                        for batch in loader:
+                            loss = model(**batch)[0]
+                            loss.backward()
+                            optimizer.step()
+                            model.zero_grad()
+                        self.evaluate(loader)
+
+                def evaluate(self, loader):
+                    model = self.model
+                    model.eval()
+                    with torch.no_grad():
+                        return [model(**batch)[1] for batch in loader]
+            """,
+            note="issue 34 (simpletransformers after the fix): `model.train()` in the epoch loop",
+        ),
+        Valid(
+            """
+            import torch
+
+            def main(model, iterator, optim, eval_steps):
+                @torch.no_grad()
+                def _eval_epoch():
+                    model.eval()
+                    for batch in iterator:
+                        model(batch)
+
+                def _train_epoch():
+                    for step, batch in enumerate(iterator):
+                        model.train()
+                        optim.zero_grad()
+                        model(batch).sum().backward()
+                        optim.step()
+                        if step % eval_steps == 0:
+                            _eval_epoch()
+
+                for epoch in range(10):
+                    _train_epoch()
+            """,
+            note="issue 34 (texar-pytorch after the fix): the nested evaluation, "
+            "train mode set again on every step",
+        ),
         Valid(
             """
             import torch
@@ -409,6 +483,105 @@ class TrainModeNotRestored(Rule):
         Invalid(
             """
             import torch
+
+            class ClassificationModel:
+                def train(self, loader, epochs, optimizer, n_gpu):
+                    model = self.model
+                    if n_gpu > 1:
+                        model = torch.nn.DataParallel(model)
+                    model.train()
+                    for epoch in range(epochs):
+                        for batch in loader:
+                            loss = model(**batch)[0]
+                            loss.backward()
+                            optimizer.step()
+                            model.zero_grad()
+                        self.eval_model(loader)
+
+                def eval_model(self, loader):
+                    return self.evaluate(loader)
+
+                def evaluate(self, loader):
+                    model = self.model
+                    model.eval()
+                    with torch.no_grad():
+                        return [model(**batch)[1] for batch in loader]
+            """,
+            line=16,
+            severity=Severity.INFO,
+            message_contains="`self.model` stays in eval mode",
+            note="issue 34 (simpletransformers): `model = self.model` in both methods",
+        ),
+        Invalid(
+            """
+            import torch
+
+            def main(model, iterator, optim, eval_steps):
+                @torch.no_grad()
+                def _eval_epoch():
+                    model.eval()
+                    for batch in iterator:
+                        model(batch)
+
+                def _train_epoch():
+                    model.train()
+                    for step, batch in enumerate(iterator):
+                        optim.zero_grad()
+                        model(batch).sum().backward()
+                        optim.step()
+                        if step % eval_steps == 0:
+                            _eval_epoch()
+
+                for epoch in range(10):
+                    _train_epoch()
+            """,
+            line=18,
+            severity=Severity.INFO,
+            message_contains="`model` stays in eval mode after `_eval_epoch()`",
+            note="issue 34 (asyml/texar-pytorch): nested functions, the evaluation "
+            "inside the batch loop",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 2)
+                    self.bn = nn.BatchNorm1d(8)
+
+                def forward(self, x):
+                    return self.fc(self.bn(x))
+
+            class Trainer:
+                def __init__(self, loader, test_loader):
+                    self.net = nn.DataParallel(Net())
+                    self.solver = torch.optim.SGD(self.net.parameters(), lr=0.1)
+                    self.loader, self.test_loader = loader, test_loader
+
+                def train(self, epochs):
+                    self.net.train(True)
+                    for epoch in range(epochs):
+                        for x, y in self.loader:
+                            self.solver.zero_grad()
+                            nn.functional.cross_entropy(self.net(x), y).backward()
+                            self.solver.step()
+                        self._accuracy()
+
+                def _accuracy(self):
+                    self.net.eval()
+                    with torch.no_grad():
+                        return sum((self.net(x).argmax(1) == y).sum() for x, y in self.test_loader)
+            """,
+            line=27,
+            message_contains="`self.net` stays in eval mode",
+            note="issue 34 (zhangyongshun/resnet_finetune_cub): the model wrapped in DataParallel",
+        ),
+        Invalid(
+            """
+            import torch
             import torch.nn as nn
 
             def validate(model, loader):
@@ -427,8 +600,9 @@ class TrainModeNotRestored(Rule):
                         optimizer.step()
                     validate(model, val_loader)
             """,
-            line=17,
-            message_contains="`model` stays in eval mode after `validate()` on line 19",
+            line=19,
+            message_contains="`model` stays in eval mode after `validate()`: the training step "
+            "on line 17",
             fixed="""
             import torch
             import torch.nn as nn
@@ -471,7 +645,7 @@ class TrainModeNotRestored(Rule):
                         if step % 500 == 0:
                             self.evaluate()
             """,
-            line=15,
+            line=18,
             severity=Severity.INFO,
             message_contains="`self.model` stays in eval mode",
             note="evaluation inside the batch loop; a model whose layers are not known here",
@@ -525,9 +699,9 @@ class TrainModeNotRestored(Rule):
                     with torch.no_grad():
                         accuracy = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
             """,
-            line=24,
+            line=25,
             severity=Severity.WARNING,
-            message_contains="after `model.eval()` on line 25",
+            message_contains="`model` stays in eval mode: the training step on line 24",
             note="the training function of this file never calls train(); fixed there",
             fixed="""
             import torch
@@ -604,8 +778,11 @@ def _unrestored_step(
     model = evaluation.receiver
     assert model is not None and model.key is not None
     order = events[position + 1 :] + events[:position]
+    tail = len(events) - position - 1  # events of this iteration; the rest are the next one's
     forward: Event | None = None
-    for event in order:
+    latest, latest_wrapped = evaluation, False  # the last eval() of the model before the step
+    for index, event in enumerate(order):
+        wrapped = index >= tail
         if (
             event.kind == TRAIN
             and event.receiver is not None
@@ -619,6 +796,7 @@ def _unrestored_step(
             and _same_model(event.receiver, model)
         ):
             forward = None
+            latest, latest_wrapped = event, wrapped
             continue
         if (
             event.kind == CALL
@@ -631,6 +809,8 @@ def _unrestored_step(
         elif event.kind == BACKWARD and forward is not None:
             if _next_to_training(evaluation, event):
                 return None  # a frozen part switched each step, next to the training code
+            if latest_wrapped == wrapped and _set_for_training(latest, event):
+                return None  # `encoder.eval()` at the top of the epoch: frozen on purpose
             return forward, event
     return None
 
@@ -662,6 +842,21 @@ def _next_to_training(evaluation: Event, backward: Event) -> bool:
         and not evaluation.conditional
         and evaluation.loops == backward.loops
         and not backward.via
+    )
+
+
+def _set_for_training(evaluation: Event, backward: Event) -> bool:
+    """An unconditional ``m.eval()`` written in the loop's own code before the
+    training step of the same iteration, at its loop level or around it
+    (`rgb_encoder.eval()` at the top of each epoch, the batch loop inside):
+    the model trains in eval mode because the code says so (a frozen
+    pretrained encoder), not because an evaluation left it there."""
+    depth = len(evaluation.loops)
+    return (
+        not evaluation.via
+        and not evaluation.conditional
+        and backward.loops[:depth] == evaluation.loops
+        and getattr(evaluation.node, "lineno", 0) < getattr(backward.node, "lineno", 0)
     )
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from pathlib import Path
 
+from torchtrap.config import Requirement, declared_requirement
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, walk
-from torchtrap.findings import Applicability, Finding, Fix, unsafe_title
+from torchtrap.facts.remote import MESSAGE_LIMIT
+from torchtrap.findings import Applicability, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import keyword_value_edit
 from torchtrap.rules.base import Invalid, Rule, Valid
 
@@ -25,8 +28,15 @@ class UnsafeTorchLoad(Rule):
     ## What it does
     Flags `torch.load(...)` (also `torch.serialization.load`, under any
     import of it) with `weights_only=False`, and without `weights_only`
-    when the project's torch is older than 2.6 (the `torch-version` in
-    `[tool.torchtrap]`, else the installed torch, else a pin; unknown: silent).
+    when the torch it runs on may be older than 2.6. Which torch: the
+    `torch-version` in `[tool.torchtrap]` first; else the torch requirement
+    the project declares (requirements*.txt, pyproject.toml, setup.py,
+    setup.cfg), because its users install from it whatever the linter's
+    environment holds: a range that admits torch < 2.6 (`torch>=1.10`) is
+    reported with the range, one that excludes it (`torch>=2.6`) is
+    silent; else (a bare `torch`, or nothing declared) the installed torch
+    or a pin: older than 2.6 reported, newer a hint (nothing keeps an older
+    torch out; TorchFix's TOR102 flags every such call). Unknown: silent.
 
     Silent for `weights_only=True`, the default on torch >= 2.6, a
     `weights_only` the caller passes in (a variable), `**kwargs`,
@@ -110,26 +120,81 @@ class UnsafeTorchLoad(Rule):
                     "load weights only, save a `state_dict`"
                 )
                 node: ast.AST = weights_only
+                severity: Severity | None = None
             else:
-                version = self.ctx.torch_version
-                if version is None or version >= SAFE_DEFAULT_FROM or _caller_decides(call):
+                if _caller_decides(call):
                     continue
-                shown = ".".join(str(v) for v in version[:2])
-                # The remedy names a pinned torch: a bare `torch` requirement
-                # still installs whatever an old lock or image holds.
-                message = (
-                    f"`torch.load` on torch {shown} defaults to `weights_only=False`: runs any "
-                    "pickled code (CWE-502); require `torch>=2.6`"
-                )
+                found = self._default_unpickles()
+                if found is None:
+                    continue
+                message, severity = found
                 node = call.func
             if _round_trip(call, imports, self.ctx.tree):
                 continue
-            yield self.finding(node, message, fixes=self._fixes(call))
+            yield self.finding(node, message, severity=severity, fixes=self._fixes(call))
+
+    def _default_unpickles(self) -> tuple[str, Severity | None] | None:
+        """Why a bare `torch.load` may unpickle anything here: the message and
+        severity, None when the torch it runs on defaults to weights only.
+
+        Which source wins: a configured `torch-version` (the user says what
+        runs the code); else the torch requirement the project declares (its
+        users install from it, whatever torch the linter's environment has):
+        a range that admits a torch < 2.6 is a warning naming the range, one
+        that excludes it is silent; else (a bare `torch`, or nothing declared)
+        the installed torch or a pin: < 2.6 a warning, newer a hint (the
+        project does not say it needs 2.6, like TorchFix's TOR102)."""
+        requirement = self._requirement()
+        if not self.ctx.config.torch_version and requirement is not None and requirement.specs:
+            if not requirement.admits_below(SAFE_DEFAULT_FROM):
+                return None
+            where = requirement.path.name
+            message = (
+                f"`torch.load` without `weights_only`: `{requirement.text}` ({where}) admits "
+                "torch < 2.6, whose default unpickles anything (CWE-502)"
+            )
+            if len(message) > MESSAGE_LIMIT:
+                message = (
+                    f"`torch.load` without `weights_only`: `{requirement.text}` admits "
+                    "torch < 2.6 (unpickles anything)"
+                )
+            return message, None
+        version = self.ctx.torch_version
+        if version is None:
+            return None
+        if version >= SAFE_DEFAULT_FROM:
+            if self.ctx.config.torch_version:
+                return None  # the configured torch defaults to weights only
+            return (
+                "`torch.load` without `weights_only`: the project does not require torch >= 2.6, "
+                "and older torch unpickles anything",
+                Severity.HINT,
+            )
+        shown = ".".join(str(v) for v in version[:2])
+        # The remedy names a pinned torch: a bare `torch` requirement
+        # still installs whatever an old lock or image holds.
+        return (
+            f"`torch.load` on torch {shown} defaults to `weights_only=False`: runs any "
+            "pickled code (CWE-502); require `torch>=2.6`",
+            None,
+        )
+
+    def _requirement(self) -> Requirement | None:
+        path = self.ctx.path
+        if not path or path.startswith("<"):
+            return None
+        return declared_requirement(Path(path).parent)
 
     def _fixes(self, call: ast.Call) -> list[Fix]:
         version = self.ctx.torch_version
-        if (version is not None and version < WEIGHTS_ONLY_FROM) or _pickle_module(call):
-            # No `weights_only` before 1.13; with a `pickle_module` it raises.
+        requirement = None if self.ctx.config.torch_version else self._requirement()
+        if (
+            (version is not None and version < WEIGHTS_ONLY_FROM)
+            or (requirement is not None and requirement.admits_below(WEIGHTS_ONLY_FROM))
+            or _pickle_module(call)
+        ):
+            # No `weights_only` before 1.13 (a range admitting one would
+            # break there); with a `pickle_module` it raises.
             return []
         source = self.ctx.source
         return [

@@ -27,15 +27,19 @@ import ast
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from torchtrap.facts.autograd import grad_off_context
 from torchtrap.facts.imports import dotted_name
-from torchtrap.facts.index import ancestors, enclosing_function, parent
+from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
+from torchtrap.facts.modules import MODULE_WRAPPERS
 from torchtrap.facts.optim import is_scheduler_constructor
+from torchtrap.facts.remote import mark_remote, same_file
 from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
+from torchtrap.values.program import Model, module_model
+from torchtrap.values.program_values import program_callee
 
 if TYPE_CHECKING:
     from torchtrap.values.evaluate import Values
@@ -163,6 +167,10 @@ class LoopFacts:
         self._functions: dict[str, Function] | None = None
         self._backward_marks: set[int] | None = None
         self._for_marks: set[int] | None = None
+        self._path = values.path
+        self._model: Model | Literal[False] | None = None
+        # Trees of other files whose helpers were followed, by id: (path, tree).
+        self._foreign: dict[int, tuple[str, ast.Module]] = {}
 
     # -- loops --------------------------------------------------------------------
     def loops(self) -> list[Loop]:
@@ -242,13 +250,68 @@ class LoopFacts:
 
     # -- helpers ------------------------------------------------------------------
     def callee(self, call: ast.Call) -> Function | None:
-        """The helper of this module a call runs: ``f(...)`` for a
-        module-level function defined once, ``self.f(...)`` for a method
-        of the caller's own class."""
+        """The helper a call runs: in this module, ``f(...)`` for a function
+        defined once at module level or in an enclosing function,
+        ``self.f(...)`` for a method of the caller's own class; else the one
+        project function the whole-program model says it runs (an imported
+        helper, ``trainer.validate(...)``), in this file or another."""
+        if id(_root(call)) in self._foreign:
+            return self._program_callee(call, own=False)
+        found = self._local_callee(call)
+        if found is None and _worth_asking(call, self.imports.qualname(call.func)):
+            found = self._program_callee(call, own=True)
+        return found
+
+    def project_method(self, call: ast.Call) -> Function | None:
+        """The project function a method call runs, whatever its name
+        (``meter.update(loss)``): the file's helpers, else the model's."""
+        return self._local_callee(call) or self._program_callee(call, own=True)
+
+    def foreign_path(self, node: ast.AST) -> str | None:
+        """The path of the other file a followed helper's node lies in."""
+        found = self._foreign.get(id(_root(node)))
+        return found[0] if found is not None else None
+
+    def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
+        if self._model is None:
+            values = self._values()
+            ctx = values._ctx() if values is not None else None
+            if ctx is None:
+                return None
+            self._model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree) or False
+        if self._model is False:
+            return None
+        func = program_callee(self._model, call, own)
+        if func is None or isinstance(func.node, ast.Lambda):
+            return None
+        module = self._model.analysis.solver.program.modules.get(func.module.name)
+        if module is None:
+            return None
+        if same_file(func.module.path, self._path):
+            # The model may hold its own parse of this file: the local twin.
+            return next(
+                (
+                    f
+                    for f in self.facts.index.of(type(func.node))
+                    if (f.lineno, f.col_offset) == (func.node.lineno, func.node.col_offset)
+                ),
+                None,
+            )
+        tree = module.tree
+        if id(tree) not in self._foreign:
+            NodeIndex(tree)  # parent links, for the walk and the rules' questions
+            mark_remote(tree, func.module.path)
+            self._foreign[id(tree)] = (func.module.path, tree)  # kept: links are weak
+        return func.node
+
+    def _local_callee(self, call: ast.Call) -> Function | None:
         func = call.func
         if isinstance(func, ast.Name):
             if self.imports.qualname(func) is not None:
                 return None
+            nested = _nested_function(call, func.id)
+            if nested is not None:
+                return nested
             return self._module_functions().get(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if func.value.id != "self":
@@ -260,6 +323,42 @@ class LoopFacts:
             method = info.method(func.attr) if info is not None else None
             return method
         return None
+
+    def self_alias(self, expr: ast.expr) -> str | None:
+        """``attr`` when the root name of ``expr`` is a local bound only to
+        ``self.attr`` (through ``.to()``-style calls, or a DataParallel
+        wrapper of itself): ``model = self.model``."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id == "self":
+            return None
+        reach = self.tensors.reaching(root.id, root)
+        if reach is None or not reach.bindings:
+            return None
+        found: set[str] = set()
+        for binding in reach.bindings:
+            value = binding.value
+            if value is None or binding.path:
+                return None
+            while isinstance(value, ast.Call):
+                func = value.func
+                if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+                    value = func.value
+                elif self.imports.qualname(func) in MODULE_WRAPPERS and value.args:
+                    value = value.args[0]
+                else:
+                    return None
+            if isinstance(value, ast.Name) and value.id == root.id:
+                continue  # `model = nn.DataParallel(model)`
+            if not (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+            ):
+                return None
+            found.add(value.attr)
+        return found.pop() if len(found) == 1 else None
 
     def _module_functions(self) -> dict[str, Function]:
         if self._functions is None:
@@ -288,6 +387,20 @@ class LoopFacts:
             # `if distributed: x = A(...) else: x = B(...)`: one of the two.
             return [(b.value, b.stmt) for b in reach.bindings if b.value is not None]
         function = enclosing_function(ref.at)
+        if (
+            function is not None
+            and reach is not None
+            and not reach.complete
+            and reach.bindings
+            and all(
+                b.value is not None and not b.path and b.stmt is not function
+                for b in reach.bindings
+            )
+            and not _declared_outer(function, expr.id)
+        ):
+            # Bound only under a condition in this function: a local name, so
+            # where it is unbound the use raises; it holds one of those values.
+            return [(b.value, b.stmt) for b in reach.bindings if b.value is not None]
         if function is None or reach is None or not reach.complete:
             return None
         if not all(b.stmt is function for b in reach.bindings):
@@ -594,6 +707,7 @@ class _Frame:
     conditional: bool = False
     env: dict[str, Ref] = field(default_factory=dict)
     visiting: frozenset[int] = frozenset()
+    foreign: bool = False  # in a helper of another file: its globals are not the caller's
 
 
 class _Walker:
@@ -731,6 +845,7 @@ class _Walker:
                 frame.conditional,
                 env,
                 frame.visiting | {id(callee)},
+                self.facts.foreign_path(callee) is not None,
             )
             self.body(callee.body, inner)
 
@@ -762,7 +877,24 @@ class _Walker:
         )
 
     def ref(self, expr: ast.expr, frame: _Frame) -> Ref:
-        return _ref(expr, frame)
+        found = _ref(expr, frame)
+        if frame.foreign:
+            return found
+        alias = self.facts.self_alias(expr)
+        if alias is None:
+            return found
+        # `model = self.model` (maybe `nn.DataParallel(model)`): the same
+        # object as `self.model`, as the training and evaluation spell it.
+        outer = frame.env.get("self")
+        if outer is not None and outer.key:
+            base = f"{outer.key}.{alias}"
+        elif not frame.via:
+            base = f"self.{alias}"
+        else:
+            return found  # a helper whose `self` the caller does not name
+        dotted = dotted_name(expr) or ""
+        rest = dotted.partition(".")[2]
+        return Ref(expr, found.at, f"{base}.{rest}" if rest else base)
 
 
 def _bind(callee: Function, call: ast.Call, args: tuple[Ref, ...], frame: _Frame) -> dict[str, Ref]:
@@ -771,7 +903,11 @@ def _bind(callee: Function, call: ast.Call, args: tuple[Ref, ...], frame: _Frame
     params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
     env: dict[str, Ref] = {}
     if isinstance(call.func, ast.Attribute) and params[:1] == ["self"]:
-        env["self"] = frame.env.get("self", Ref(call.func.value, call, "self"))
+        receiver = call.func.value
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            env["self"] = frame.env.get("self", Ref(receiver, call, "self"))
+        else:  # `trainer.validate(...)`: `self` there is the caller's `trainer`
+            env["self"] = _ref(receiver, frame)
         params = params[1:]
     positional = [a for a in call.args if not isinstance(a, ast.Starred)]
     if len(positional) == len(call.args):
@@ -788,12 +924,12 @@ def _ref(expr: ast.expr, frame: _Frame) -> Ref:
     """``expr`` as the analysed function spells it: inside a helper, a
     parameter is the caller's argument; a local of the helper has no key."""
     dotted = dotted_name(expr)
-    if dotted is None or not frame.env:
+    if dotted is None or (not frame.env and not frame.foreign):
         return Ref(expr, expr, dotted)
     root, _, rest = dotted.partition(".")
     outer = frame.env.get(root)
     if outer is None:
-        return Ref(expr, expr, dotted if root == "self" else None)
+        return Ref(expr, expr, dotted if root == "self" and not frame.foreign else None)
     if not rest:
         return outer
     return Ref(expr, expr, f"{outer.key}.{rest}" if outer.key is not None else None)
@@ -960,3 +1096,65 @@ def function_of(node: ast.AST) -> Function | None:
 def helper_names(events: list[Event]) -> set[str]:
     """The helpers an iteration runs, by name (for messages)."""
     return {e.callee.name for e in events if e.kind == CALL and e.callee is not None}
+
+
+# Calls into these packages run no project code.
+_LIBRARIES = ("torch.", "numpy.", "math.", "os.", "time.", "logging.", "builtins.")
+
+
+def _worth_asking(call: ast.Call, qualname: str | None) -> bool:
+    """A call the whole-program model may resolve to project code: not a
+    builtin or a library function by its import."""
+    func = call.func
+    if qualname is not None:
+        return not qualname.startswith(_LIBRARIES) and "." in qualname
+    if isinstance(func, ast.Name):
+        return func.id not in _BUILTINS
+    return isinstance(func, ast.Attribute) and func.attr not in _TENSOR_METHODS
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "train"})
+# Method names that are a tensor's or a container's far more often than a project's.
+_TENSOR_METHODS = frozenset(
+    {"item", "detach", "cpu", "cuda", "to", "size", "view", "mean", "sum", "append", "update"}
+    | {"format", "items", "keys", "values", "get", "numpy", "tolist", "add_scalar", "log"}
+)
+
+
+def _root(node: ast.AST) -> ast.AST:
+    found = node
+    for anc in ancestors(node):
+        found = anc
+    return found
+
+
+def _nested_function(call: ast.Call, name: str) -> Function | None:
+    """A function named ``name`` defined once directly in a function around
+    ``call`` (a closure), nearest first."""
+    for anc in ancestors(call):
+        if isinstance(anc, ast.ClassDef):
+            return None
+        if not isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        defs = [
+            s
+            for s in anc.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and s.name == name
+        ]
+        if len(defs) == 1 and not isinstance(defs[0], ast.ClassDef):
+            return defs[0]
+        if defs:
+            return None
+    return None
+
+
+def _declared_outer(function: Function, name: str) -> bool:
+    """``global name`` / ``nonlocal name`` in the function."""
+    from torchtrap.facts.index import walk_scope
+
+    return any(
+        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+        for node in walk_scope(function)
+    )

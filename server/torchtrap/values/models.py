@@ -18,6 +18,7 @@ from torchtrap.facts.index import enclosing_function, walk
 from torchtrap.facts.modules import (
     FUNCTIONAL_DROPOUT,
     MODE_METHODS,
+    MODULE_WRAPPERS,
     TORCHVISION_TRAIN_MODE_PREFIXES,
     TRAIN_MODE_LAYERS,
     call_argument,
@@ -165,6 +166,12 @@ class ModelFacts:
             value = value.func.value
         if not isinstance(value, ast.Call):
             return None
+        if self.imports.qualname(value.func) in MODULE_WRAPPERS and value.args:
+            # `nn.DataParallel(Net())`: the wrapped module's layers and mode.
+            inner = value.args[0]
+            if isinstance(inner, ast.Call):
+                return self._origin_of_value(inner, depth + 1)
+            return self.model_constructor(inner, value, depth + 1)
         if (
             isinstance(value.func, ast.Name)
             and self.classes.get(value.func.id) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchtrap.core.objects import ExtAttrObj, ExtCallObj, Obj, Site
+from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, Obj, Site
 from torchtrap.core.payload import is_module
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
@@ -95,3 +95,46 @@ def _optim_kind(obj: Obj) -> str | None:
         return "scheduler"
     last = name.rsplit(".", 1)[-1]
     return "optimizer" if last[:1].isupper() else None
+
+
+def program_callee(model: Model, call: ast.Call, own: bool = True) -> FuncObj | None:
+    """The one project function (or method) ``call`` runs on every path, as
+    the model sees it: an imported helper, a method of another object, a
+    nested function. ``own``: ``call`` is a node of the linted file (else a
+    node of the model's own trees). None for a class, a classmethod, a
+    lambda, several candidates or none."""
+    node = model.twin(call.func) if own else call.func
+    values = model.analysis.values(node) if node is not None else None
+    if not values:
+        return None
+    found: set[FuncObj] = set()
+    for obj in values:
+        if isinstance(obj, BoundObj):
+            obj = obj.func
+        if not isinstance(obj, FuncObj):
+            return None
+        found.add(obj.origin)
+    if len(found) != 1:
+        return None
+    func = found.pop()
+    if func.kind not in ("function", "staticmethod") or isinstance(func.node, ast.Lambda):
+        return None
+    return func
+
+
+def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
+    """The library classes of the module objects ``node`` holds on every
+    path (``torch.nn.CrossEntropyLoss`` for a criterion built by a factory,
+    a dict of constructors, another file); None when some value is not a
+    library module's instance or nothing is known."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return None
+    names: set[str] = set()
+    for obj in values:
+        name = obj.type_name if isinstance(obj, ExtCallObj) else None
+        if not name or not name.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        names.add(name)
+    return frozenset(names)

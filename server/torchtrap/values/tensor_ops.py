@@ -53,7 +53,7 @@ KEEP_METHODS = words(
     """
     gather index_select masked_select select narrow take_along_dim view reshape squeeze
     unsqueeze flatten transpose t permute contiguous float double half bfloat16 to detach
-    clone cpu cuda expand expand_as view_as reshape_as type_as
+    clone cpu cuda expand expand_as view_as reshape_as type_as resize
     """
 )
 KEEP_FUNCTIONS = frozenset(
