@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 RUN = Path(__file__).resolve().parents[2] / "server" / "torchtrap" / "run"
-ORDER = ["command", "launcher", "report", "locate", "target"]
+ORDER = ["command", "launcher", "report", "losses", "locate", "target"]
 
 
 def _imports(name: str) -> set[str]:

@@ -9,12 +9,31 @@ family number as the static rules they sit beside, reported only by `run`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
-from torchtrap.findings import Severity
+from torchtrap.findings import Range, Severity
 
-if TYPE_CHECKING:
-    from torchtrap.run.report import _Builder
+
+class _Builder(Protocol):
+    """What these checks need of the report's builder (``report`` imports
+    this module, so it is described here, not imported)."""
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        where: Range | None,
+        path: str | None,
+        obj: str,
+        measured: dict[str, Any],
+        related: Iterable[tuple[dict[str, Any] | None, str]] = (),
+    ) -> None: ...
+
+    def place(
+        self, owner: Any, *sites: dict[str, Any] | None
+    ) -> tuple[Range | None, str | None]: ...
+
 
 # code -> (name, default severity) of the checks only a run can make
 RUNTIME_ONLY: dict[str, tuple[str, Severity]] = {

@@ -78,7 +78,7 @@ def payload_culprits(
     else:
         culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
     for culprit in culprits:
-        if _seen_by_the_file_rules(culprit):
+        if _seen_by_the_file_rules(culprit, model, with_bases=kind == "rng"):
             continue
         if kind != "rng" and _all_here(culprit, model.module):
             continue  # the file's rules see datasets' own generators only, not owned objects'
@@ -106,18 +106,25 @@ def _all_here(culprit: Culprit, module: str) -> bool:
     return all(s is not None and s.module == module and not s.ctx for s in sites)
 
 
-def _seen_by_the_file_rules(culprit: Culprit) -> bool:
-    """A dataset whose own class makes the CUDA value and stores it on
-    ``self``: the dataset rules find it in the class's file."""
+def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool) -> bool:
+    """A dataset whose own class makes the value and stores it on ``self``:
+    the dataset rules find it in the class's file (TT101's also in a base
+    class, and say it once there for every dataset that inherits it)."""
     chain = culprit.hop.chain()
     if len(chain) != 2:
         return False
     owner = chain[0].obj
     if not isinstance(owner, InstObj):
         return False
-    node = owner.cls.node
-    return owner.cls.module.name == culprit.made.module and node.lineno <= culprit.made.line <= (
-        node.end_lineno or node.lineno
+    classes = [owner.cls]
+    if with_bases:
+        mro = model.analysis.solver.mro(owner.cls)
+        classes += [c for c in mro if isinstance(c, ClassObj) and c is not owner.cls]
+    made = culprit.made
+    return any(
+        cls.module.name == made.module
+        and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
+        for cls in classes
     )
 
 
