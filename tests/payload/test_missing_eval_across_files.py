@@ -89,6 +89,11 @@ TRAIN_REBOUND = TRAIN.replace(
     "        acc = evaluate(model, val_loader)\n",
     "        model = model.module\n        acc = evaluate(model, val_loader)\n",
 )
+TRAIN_CYCLE = TRAIN.replace(
+    '        print(f"epoch {epoch}: val acc {acc:.3f}")\n',
+    '        print(f"epoch {epoch}: val acc {acc:.3f}")\n'
+    "        train(model, train_loader, val_loader, optimizer, epochs - 1)\n",
+)
 TRAIN_METHOD = """\
 import torch
 import torch.nn.functional as F
@@ -148,6 +153,7 @@ def test_evaluate_called_from_the_epoch_loop_of_another_file(
         (TRAIN, UTILS_SETS_EVAL, "evaluate sets eval itself"),
         (TRAIN_PLAIN, UTILS, "the model has neither Dropout nor BatchNorm"),
         (TRAIN_REBOUND, UTILS, "the caller rebinds the model: unknown"),
+        (TRAIN_CYCLE, UTILS, "a caller that calls itself: bounded, unknown"),
     ],
 )
 def test_near_misses(

@@ -244,7 +244,8 @@ def _parameters(args: ast.arguments) -> dict[str, str]:
     included; empty for keyword-only)."""
     found: dict[str, str] = {}
     for index, arg in enumerate((*args.posonlyargs, *args.args)):
-        found[arg.arg] = f"{index}:{arg.arg}"
+        if arg.arg not in ("self", "cls"):  # the receiver is not a passed value
+            found[arg.arg] = f"{index}:{arg.arg}"
     for arg in args.kwonlyargs:
         found[arg.arg] = f":{arg.arg}"
     return found
