@@ -641,7 +641,7 @@ class Project:
         return self._table("_called", entries)
 
     def passed_values(
-        self, func_ref: str, index: int | None, keyword: str | None
+        self, func_ref: str, index: int | None, keyword: str | None, _depth: int = 0
     ) -> list[tuple[str, PassingSite, str]] | None:
         """What every call site in the project passes to ``func_ref``'s
         parameter at ``index`` (counted after ``self`` for a method) or
@@ -651,7 +651,9 @@ class Project:
         function's name is called (with an argument) anywhere in the project
         text more often than the kept sites call it: another caller, a
         method of the same name on another class, a call inside an
-        expression."""
+        expression. A site passing its own caller's parameter (``fit(model)``
+        calling ``evaluate(model, loader)``) holds what ``fit``'s call sites
+        pass, at most three callers up."""
         name = func_ref.rpartition(".")[2]
         sites = self._passing_by_callee.get(func_ref, ())
         if not sites or sum(self._called.get(name, ())) != len(sites):
@@ -671,10 +673,33 @@ class Project:
                 if site.splat:
                     return None  # *args/**kwargs may pass it
                 continue  # not passed: the parameter's default
+            if arg.origin.startswith("param:") and _depth < 3:
+                upper = self._param_values(path, arg.origin[6:], _depth + 1)
+                if upper is None:
+                    return None
+                found.extend(upper)
+                continue
             if not arg.origin.startswith("make:"):
                 return None
             found.append((path, site, arg.origin[5:]))
         return found or None
+
+    def _param_values(
+        self, path: str, handle: str, depth: int
+    ) -> list[tuple[str, PassingSite, str]] | None:
+        """What the callers pass to the parameter ``handle``
+        (``<qual>:<index>:<name>``, from :mod:`torchtrap.project.passing`)
+        of a function or method defined in the file at ``path``."""
+        qual, position, keyword = handle.split(":", 2)
+        head, _, method = qual.partition(".")
+        base = self.ref(path, head)
+        if base is None:
+            return None
+        index = int(position) if position else None
+        if method and index is not None:
+            index -= 1  # counted after ``self``, as the call sites count
+        ref = f"{base}.{method}" if method else base
+        return self.passed_values(ref, index, keyword, depth)
 
     def made_class(self, ref: str, importer: str | None = None, _depth: int = 0) -> str | None:
         """The project class whose instance calling ``ref`` gives: the class

@@ -93,6 +93,8 @@ class _Scope:
         self, body: list[ast.stmt], lines: list[str], start: int, args: ast.arguments | None
     ) -> None:
         self.start = start  # the line number of lines[0]
+        self.qual = ""  # "fit", "Trainer.fit"; "" for the module
+        self.params = _parameters(args) if args is not None else {}
         self.mode_lines: list[int] = []
         self._walrus: list[str] | None = None
         self.calls: list[ast.Call] = []
@@ -197,8 +199,9 @@ def passing_sites(
     """The statement-level calls that pass a value built in the module."""
     sites: list[PassingSite] = []
     mode_lines = _mode_lines("\n".join(lines))
-    for body, args, first, last in _scopes(tree):
+    for body, args, first, last, qual in _scopes(tree):
         scope = _Scope(body, lines[first - 1 : last], first, args)
+        scope.qual = qual
         scope.mode_lines = mode_lines
         for call in scope.calls:
             if not call.args and not call.keywords:
@@ -214,18 +217,38 @@ def passing_sites(
 
 def _scopes(
     tree: ast.Module,
-) -> Iterator[tuple[list[ast.stmt], ast.arguments | None, int, int]]:
-    """(body, parameters, first line, last line): the module, its top-level
-    functions and the methods of its top-level classes."""
+) -> Iterator[tuple[list[ast.stmt], ast.arguments | None, int, int, str]]:
+    """(body, parameters, first line, last line, qualified name): the
+    module (""), its top-level functions and the methods of its top-level
+    classes (undecorated ones only get a name: a parameter of a static
+    method or a property is not followed)."""
     end = max((getattr(s, "end_lineno", 0) or 0 for s in tree.body), default=0)
-    yield tree.body, None, 1, end
+    yield tree.body, None, 1, end, ""
     for stmt in tree.body:
         methods: list[ast.stmt] = [stmt]
         if isinstance(stmt, ast.ClassDef):
             methods = list(stmt.body)
         for fn in methods:
             if isinstance(fn, _FUNCTIONS):
-                yield fn.body, fn.args, fn.lineno, fn.end_lineno or fn.lineno
+                qual = fn.name
+                if isinstance(stmt, ast.ClassDef):
+                    first = fn.args.args[0].arg if fn.args.args else ""
+                    plain = not fn.decorator_list and first == "self"
+                    qual = f"{stmt.name}.{fn.name}" if plain else ""
+                yield fn.body, fn.args, fn.lineno, fn.end_lineno or fn.lineno, qual
+
+
+def _parameters(args: ast.arguments) -> dict[str, str]:
+    """Each parameter's handle in a ``param:`` origin: ``<index>:<name>``
+    (the index counts from the first positional parameter, ``self``
+    included; empty for keyword-only)."""
+    found: dict[str, str] = {}
+    for index, arg in enumerate((*args.posonlyargs, *args.args)):
+        if arg.arg not in ("self", "cls"):  # the receiver is not a passed value
+            found[arg.arg] = f"{index}:{arg.arg}"
+    for arg in args.kwonlyargs:
+        found[arg.arg] = f":{arg.arg}"
+    return found
 
 
 def _callee(
@@ -295,13 +318,26 @@ def _arguments(
             splat = True
             continue
         made: str | None = None
+        origin = ""
         if isinstance(value, ast.Name):
             bound = scope.single(value.id)
             if bound is not None and not scope.switched(value.id, call):
                 made = made_by(bound, ref, is_project)
+            elif (
+                scope.qual
+                and value.id in scope.params
+                and scope.bound.get(value.id) == [None]
+                and not scope.switched(value.id, call)
+            ):
+                # The caller's own parameter, never rebound nor switched here:
+                # what reaches it is what its callers pass (`fit(model)` calling
+                # `evaluate(model, loader)` each epoch).
+                origin = f"param:{scope.qual}:{scope.params[value.id]}"
         elif isinstance(value, ast.Call):
             made = made_by(value, ref, is_project)
         if made is not None:
+            origin = f"make:{made}"
+        if origin:
             made_any = True
-        args.append(PassedArg(index, keyword, f"make:{made}" if made is not None else ""))
+        args.append(PassedArg(index, keyword, origin))
     return tuple(args), splat, made_any

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 # 6: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
 # FunctionFact.makes, ModuleSummary.passing / called
 # 7: ClassFact.buffers_only (a feature extractor with constant buffers, TT104)
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})

@@ -100,7 +100,11 @@ class MissingEval(Rule):
     `solver = Solver(...)` and `net = vgg16_bn()`) holds what the project's
     call sites pass, when every call of that name in the project is such a
     site, each passes a model built by a project class or factory (followed
-    to the class), and none of them switches its mode.
+    to the class), and none of them switches its mode. A site may pass its
+    own caller's parameter: the epoch loop `train(model, ...)` in train.py
+    calling `evaluate(model, val_loader)` from utils.py holds what
+    `train`'s callers pass (`main()` building `Net()`), up to three callers
+    up, when no caller on the way rebinds the model or switches its mode.
 
     Silent when the model is unknown (built by a factory whose class is not
     known, a third-party class such as `timm.create_model(...)`, passed in
