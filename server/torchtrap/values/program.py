@@ -48,6 +48,10 @@ MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 _BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
 _DISK: list[tuple[object, bool]] = [((), False)]  # the last file compared with its text
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
+# What each module imports (and the packages above it), per index: every
+# file's closure walks its neighbours' imports again (a third of TT213's
+# time on timm, whose closures pass the cap).
+_IMPORTS: dict[int, tuple[Project, dict[str, tuple[ModuleSummary, list[str]]]]] = {}
 
 
 @dataclass
@@ -216,11 +220,25 @@ def _closure(
         if summary.path in seen:
             continue
         seen[summary.path] = summary
-        names = set(project.imported_modules(summary))
-        parts = summary.module.split(".") if summary.module else []
-        names.update(".".join(parts[:i]) for i in range(1, len(parts)))
-        stack.extend(project.modules[n] for n in names if n in project.modules)
+        stack.extend(project.modules[n] for n in _imports(project, summary))
     return list(seen.values())
+
+
+def _imports(project: Project, summary: ModuleSummary) -> list[str]:
+    """The project modules ``summary`` imports, and the packages above it."""
+    memo = _IMPORTS.get(id(project))
+    if memo is None or memo[0] is not project:
+        _IMPORTS.clear()  # one project at a time
+        memo = _IMPORTS[id(project)] = (project, {})
+    known = memo[1].get(summary.path)
+    if known is not None and known[0] is summary:
+        return known[1]
+    names = set(project.imported_modules(summary))
+    parts = summary.module.split(".") if summary.module else []
+    names.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    found = sorted(n for n in names if n in project.modules)
+    memo[1][summary.path] = (summary, found)
+    return found
 
 
 def _source_bytes(entries: dict[str, tuple[str, bool]], this: str, text: str) -> int:
