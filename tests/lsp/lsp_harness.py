@@ -285,6 +285,26 @@ class Harness:
         )
 
 
+async def published(
+    h: Harness, uri: str, want: Callable[[list[types.Diagnostic]], Any], timeout: float = 60.0
+) -> list[types.Diagnostic]:
+    """The diagnostics last published for ``uri`` once ``want`` holds of them
+    (a run publishes before its command returns; the relint follows it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        last = h.last(uri)
+        if last is not None and want(list(last.diagnostics)):
+            return list(last.diagnostics)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"diagnostics for {uri}: {last and last.diagnostics}")
+        await asyncio.sleep(0.05)
+
+
+def run_diagnostics(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    """The diagnostics a run published (its own source label)."""
+    return [d for d in diags if d.source == "torchtrap-run"]
+
+
 async def _indexed(h: Harness, timeout: float = 30.0) -> None:
     """Wait until the server has indexed the workspace (tests then see no
     re-lint of their documents by the index build)."""

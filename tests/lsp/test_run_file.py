@@ -9,10 +9,8 @@ the CLI brings it back."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,28 +18,13 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp.lsp_harness import session
+from tests.lsp.lsp_harness import published, run_diagnostics, session
 from torchtrap.findings import Finding, Position, Range, Severity
 from torchtrap.lsp.run_results import RunResults
 from torchtrap.run.report import RunFinding, RunReport
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tt101_stored_rng.py"
-
-
-async def _settled(h: Any, uri: str, want: Any, timeout: float = 30.0) -> list[types.Diagnostic]:
-    deadline = time.monotonic() + timeout
-    while True:
-        last = h.last(uri)
-        if last is not None and want(last.diagnostics):
-            return list(last.diagnostics)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"diagnostics for {uri}: {last and last.diagnostics}")
-        await asyncio.sleep(0.05)
-
-
-def _run(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
-    return [d for d in diags if d.source == "torchtrap-run"]
 
 
 def _confirmed(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
@@ -117,9 +100,9 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
             )
         )
         assert result["findings"] == 1 and "1 finding" in result["summary"]
-        diags = await _settled(h, uri, lambda ds: _confirmed(ds))
+        diags = await published(h, uri, lambda ds: _confirmed(ds))
         # One diagnostic for the problem: the static one, the run's folded in.
-        assert not _run(diags)
+        assert not run_diagnostics(diags)
         (tt101,) = [d for d in diags if d.code == "TT101"]
         assert tt101.source == "torchtrap" and tt101.message.endswith("(confirmed when run)")
         assert tt101.code_description is not None and "TT101" in tt101.code_description.href
@@ -143,8 +126,8 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
 
         # Editing the file: what the run saw no longer applies.
         h.change(uri, text + "\n")
-        diags = await _settled(h, uri, lambda ds: not _confirmed(ds))
-        assert not _run(diags)
+        diags = await published(h, uri, lambda ds: not _confirmed(ds))
+        assert not run_diagnostics(diags)
 
         # A report written by the CLI brings them back.
         report = root / "report.json"
@@ -166,7 +149,7 @@ async def test_run_file_publishes_the_run_and_confirms_the_static_finding(root: 
         )
         result = await h.command("torchtrap.showRunReport", str(report))
         assert result["findings"] == 1
-        diags = await _settled(h, uri, lambda ds: _confirmed(ds))
+        diags = await published(h, uri, lambda ds: _confirmed(ds))
         assert [d.range.start.line for d in _confirmed(diags)] == [rng_line]
 
 

@@ -5,16 +5,12 @@ puts each finding on the user's line, in the file that holds it."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from lsprotocol import types
 
-from tests.lsp.lsp_harness import session
+from tests.lsp.lsp_harness import published, run_diagnostics, session
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "run" / "scripts"
 
@@ -22,23 +18,6 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "run" / "scripts"
 def _line(path: Path, text: str) -> int:
     """0-based, as LSP counts."""
     return next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
-
-
-async def _published(h: Any, uri: str, want: Any, timeout: float = 60.0) -> list[Any]:
-    # Waits for a condition on what was published (the run publishes before
-    # the command returns; the relint of the open file follows it).
-    deadline = time.monotonic() + timeout
-    while True:
-        last = h.last(uri)
-        if last is not None and want(last.diagnostics):
-            return list(last.diagnostics)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"diagnostics for {uri}: {last and last.diagnostics}")
-        await asyncio.sleep(0.05)
-
-
-def _run(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
-    return [d for d in diags if d.source == "torchtrap-run"]
 
 
 @pytest.mark.slow
@@ -52,8 +31,8 @@ async def test_loss_checks_reach_the_editor_on_the_users_lines(root: Path) -> No
         static = await h.diagnostics(uri, 1)
         result = await h.command("torchtrap.runFile", {"uri": uri, "id": "losses"})
         assert result["findings"] == 3, result["summary"]
-        diags = await _published(h, uri, lambda ds: len(_run(ds)) == 1)
-        run = {d.code: d for d in _run(diags)}
+        diags = await published(h, uri, lambda ds: len(run_diagnostics(ds)) == 1)
+        run = {d.code: d for d in run_diagnostics(diags)}
         assert run["TTR202"].range.start.line == _line(script, "loss = criterion(regressor(x), y)")
         assert run["TTR202"].data["measured"]["broadcast_shape"] == [16, 16]
         # One diagnostic per problem: the static TT201 at the same place
@@ -69,7 +48,7 @@ async def test_loss_checks_reach_the_editor_on_the_users_lines(root: Path) -> No
         assert _line(script, "    loss.backward()") in lines
 
         meters = (root / "meters.py").as_uri()
-        kept = _run(await _published(h, meters, lambda ds: bool(_run(ds))))
+        kept = run_diagnostics(await published(h, meters, lambda ds: bool(run_diagnostics(ds))))
         assert [(d.code, d.range.start.line) for d in kept] == [
             ("TT214", _line(root / "meters.py", "self.sum += val * n"))
         ]
