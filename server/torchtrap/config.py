@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -403,22 +403,28 @@ def _find_pin(folder: Path, package: str) -> str | None:
     pyproject.toml next to or above ``folder``; a lower bound says nothing
     about the upper."""
     pattern = _PIN_RES.get(package) or _pin_re(re.escape(package))
+    for _path, text in _requirement_texts(folder, ("pyproject.toml",)):
+        for op, version in pattern.findall(text):
+            if op in ("==", "~=", "<=", "<"):
+                return version
+    return None
+
+
+def _requirement_texts(folder: Path, others: tuple[str, ...]) -> Iterator[tuple[Path, str]]:
+    """The text of each requirements*.txt and of the ``others`` next to or
+    above ``folder``, nearest first, up to the repository root."""
     folder = folder.resolve()
     for candidate in (folder, *folder.parents):
-        names = sorted(candidate.glob("requirements*.txt")) + [candidate / "pyproject.toml"]
+        names = sorted(candidate.glob("requirements*.txt")) + [candidate / n for n in others]
         for path in names:
             if not path.is_file():
                 continue
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                yield path, path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            for op, version in pattern.findall(text):
-                if op in ("==", "~=", "<=", "<"):
-                    return version
         if (candidate / ".git").exists():
             break
-    return None
 
 
 def resolve_version(
@@ -491,27 +497,14 @@ def declared_requirement(folder: Path, package: str = "torch") -> Requirement | 
     ``folder`` (up to the repository root), bare or with its range."""
     if package != "torch":
         return None
-    folder = folder.resolve()
-    for candidate in (folder, *folder.parents):
-        names = sorted(candidate.glob("requirements*.txt")) + [
-            candidate / n for n in _REQUIREMENT_FILES
-        ]
-        for path in names:
-            if not path.is_file():
+    for path, text in _requirement_texts(folder, _REQUIREMENT_FILES):
+        for match in _REQUIREMENT_RE.finditer(text):
+            start = match.start() + (1 if match.group(0)[:1] in "\"'" else 0)
+            line_start = text.rfind("\n", 0, start) + 1
+            if text[line_start:start].lstrip().startswith("#"):
                 continue
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            for match in _REQUIREMENT_RE.finditer(text):
-                start = match.start() + (1 if match.group(0)[:1] in "\"'" else 0)
-                line_start = text.rfind("\n", 0, start) + 1
-                if text[line_start:start].lstrip().startswith("#"):
-                    continue
-                specs = tuple(_SPEC_RE.findall(match.group(1)))
-                shown = "torch" + ",".join(f"{op}{v}" for op, v in specs)
-                line = text.count("\n", 0, start) + 1
-                return Requirement(shown, path, line, specs)
-        if (candidate / ".git").exists():
-            break
+            specs = tuple(_SPEC_RE.findall(match.group(1)))
+            shown = "torch" + ",".join(f"{op}{v}" for op, v in specs)
+            line = text.count("\n", 0, start) + 1
+            return Requirement(shown, path, line, specs)
     return None
