@@ -55,6 +55,7 @@ from torchtrap.project.summary import (
 
 T = TypeVar("T")
 _MAX_DEPTH = 12  # re-export chains and import cycles
+_PENDING = object()  # a resolution step under way (met again: a cycle)
 
 
 class NeedsProject(Exception):
@@ -287,11 +288,29 @@ class Project:
             key = (ref, importer)
             if key in memo:
                 return memo[key]
-            found = memo[key] = self._resolve(ref, importer, 0)
+            found = memo[key] = self._resolve(ref, importer, 0, {})
             return found
-        return self._resolve(ref, importer, _depth)
+        return self._resolve(ref, importer, _depth, {})
 
-    def _resolve(self, ref: str, importer: str | None, _depth: int) -> str | None:
+    def _step(
+        self, ref: str, importer: str, depth: int, local: dict[tuple[str, str], object]
+    ) -> str | None:
+        """One step of a resolution, each (name, importer) resolved once per
+        question: star imports re-exported through star imports (fairseq)
+        otherwise branch at every step, exponentially. A name met again while
+        it is being resolved is a cycle: unknown on that path."""
+        key = (ref, importer)
+        if key in local:
+            found = local[key]
+            return None if found is _PENDING else found  # type: ignore[return-value]
+        local[key] = _PENDING
+        answer = self._resolve(ref, importer, depth, local)
+        local[key] = answer
+        return answer
+
+    def _resolve(
+        self, ref: str, importer: str | None, _depth: int, local: dict[tuple[str, str], object]
+    ) -> str | None:
         if _depth > _MAX_DEPTH:
             return None  # an import cycle
         parts = ref.split(".")
@@ -311,9 +330,16 @@ class Project:
                 target = summary.imports[name] + tail
                 if target == ref:
                     return None
-                return self.resolve(target, summary.path, _depth + 1)
+                return self._step(target, summary.path, _depth + 1, local)
             for star in summary.star_imports:
-                found = self.resolve(f"{star}.{'.'.join(rest)}", summary.path, _depth + 1)
+                if self._module(star, summary.path) is None:
+                    # `from x import *` names a module: one the project does
+                    # not have exports nothing known. (Resolving `x.name` by
+                    # its longest known prefix instead grew the name at every
+                    # step and branched over every star import: fairseq's
+                    # MMPT processors took 22 GB.)
+                    continue
+                found = self._step(f"{star}.{'.'.join(rest)}", summary.path, _depth + 1, local)
                 if found is not None:
                     return found
             return None
