@@ -18,10 +18,11 @@ import enum
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from torchtrap.facts.index import (
     SCOPE_TYPES,
+    NodeIndex,
     ancestors,
     enclosing_scope,
     enclosing_statement,
@@ -29,9 +30,30 @@ from torchtrap.facts.index import (
 )
 
 if TYPE_CHECKING:
-    from torchtrap.facts import ModuleFacts
+    from torchtrap.facts.classes import ClassTable
+    from torchtrap.facts.imports import ImportTable
 
 Pos = tuple[int, int]
+
+
+class ModuleSyntax(Protocol):
+    """What :class:`TensorFacts` reads of a module's facts
+    (``torchtrap.facts.ModuleFacts``, which imports this module: typed
+    structurally so the two do not import each other)."""
+
+    tree: ast.Module
+    index: NodeIndex
+
+    @property
+    def imports(self) -> ImportTable: ...
+
+    @property
+    def classes(self) -> ClassTable: ...
+
+    @property
+    def calls_by_name(self) -> dict[str, list[ast.Call]]: ...
+
+    def scope_table(self, scope: ast.AST) -> ScopeTable: ...
 
 
 def words(text: str) -> frozenset[str]:
@@ -346,7 +368,7 @@ def single_literal(
 class TensorFacts:
     """Per-module cache; rules create one in ``check()``."""
 
-    def __init__(self, facts: ModuleFacts) -> None:
+    def __init__(self, facts: ModuleSyntax) -> None:
         self.facts = facts
         self.imports = facts.imports
         self.classes = facts.classes

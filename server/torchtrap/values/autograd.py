@@ -24,7 +24,7 @@ from torchtrap.values.kinds import parameter_loop, qualname_kind
 from torchtrap.values.model import Kind
 
 if TYPE_CHECKING:
-    from torchtrap.values.evaluate import Values
+    from torchtrap.values.layer import ValueLayer
 
 # Methods that keep "does not require grad": `x.data.cuda()`, `batch.float()`.
 KEEPS_NO_GRAD = frozenset(
@@ -45,7 +45,7 @@ _BACKWARD_FUNCTIONS = frozenset(
 class AutogradFacts:
     """Per-module cache (``ctx.values.autograd``) on top of :class:`Values`."""
 
-    def __init__(self, values: Values) -> None:
+    def __init__(self, values: ValueLayer) -> None:
         # Weakly: the Values owns this, and a cycle would keep the tree alive.
         self._values = weakref.ref(values)
         self.tensors = values.tensors

@@ -18,19 +18,19 @@ from torchtrap.facts.devices import Cuda, literal_cuda
 from torchtrap.facts.index import enclosing_function
 
 if TYPE_CHECKING:
-    from torchtrap.values.evaluate import Values
+    from torchtrap.values.layer import ValueLayer
 
 _MAX_DEPTH = 4
 
 
-def device_cuda(values: Values, expr: ast.expr, at: ast.AST, depth: int = 0) -> Cuda:
+def device_cuda(values: ValueLayer, expr: ast.expr, at: ast.AST, depth: int = 0) -> Cuda:
     """How certainly ``expr`` (seen at ``at``) is a CUDA device."""
     if depth > _MAX_DEPTH:
         return Cuda.NO
     return literal_cuda(expr, values.imports, lambda e: _flow(values, e, at, depth))
 
 
-def _flow(values: Values, expr: ast.expr, at: ast.AST, depth: int) -> Cuda:
+def _flow(values: ValueLayer, expr: ast.expr, at: ast.AST, depth: int) -> Cuda:
     if isinstance(expr, ast.Attribute) and not (
         isinstance(expr.value, ast.Name) and expr.value.id == "self"
     ):
@@ -53,7 +53,7 @@ def _flow(values: Values, expr: ast.expr, at: ast.AST, depth: int) -> Cuda:
     return Cuda.NO
 
 
-def _imported(values: Values, name: ast.Name) -> Cuda:
+def _imported(values: ValueLayer, name: ast.Name) -> Cuda:
     """A module-level device constant of another project file."""
     if name.id not in values.imports.names:
         return Cuda.NO
@@ -67,7 +67,7 @@ def _imported(values: Values, name: ast.Name) -> Cuda:
     return Cuda.MAYBE if found == "maybe-cuda" else Cuda.NO
 
 
-def _is_parameter(values: Values, name: ast.Name) -> bool:
+def _is_parameter(values: ValueLayer, name: ast.Name) -> bool:
     """A parameter of the enclosing function that the function never
     reassigns (its default, not its callers, is what the layer reads here)."""
     fn = enclosing_function(name)
@@ -81,7 +81,7 @@ def _is_parameter(values: Values, name: ast.Name) -> bool:
     return all(b.stmt is fn for b in bindings)
 
 
-def _parameter_default(values: Values, name: ast.Name, depth: int) -> Cuda:
+def _parameter_default(values: ValueLayer, name: ast.Name, depth: int) -> Cuda:
     """A parameter's default may be overridden by the caller: MAYBE at most."""
     fn = enclosing_function(name)
     if fn is None:

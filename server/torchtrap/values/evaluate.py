@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from torchtrap.facts.autograd import distribution_kind
 from torchtrap.facts.devices import Cuda
@@ -56,11 +56,11 @@ from torchtrap.values.model import (
 from torchtrap.values.models import ModelFacts
 
 if TYPE_CHECKING:
-    from torchtrap.facts import ModuleFacts
     from torchtrap.facts.dataloaders import DataLoaderCall
     from torchtrap.facts.datasets import DatasetView
     from torchtrap.project.index import Project
     from torchtrap.values.autograd import AutogradFacts
+    from torchtrap.values.layer import Context
     from torchtrap.values.loops import LoopFacts
 
 _MAX_DEPTH = 10
@@ -71,27 +71,13 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-class _Context(Protocol):
-    """What the layer reads of a rule's context (rules.base.Context)."""
-
-    path: str
-    tree: ast.Module
-    facts: ModuleFacts
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def project(self) -> Project | None: ...
-
-
 class Values:
     """One per linted module (``ctx.values``), caching what it computed.
 
     It holds its context weakly: the context holds it, and a cycle would
     keep the syntax tree alive until a full garbage collection."""
 
-    def __init__(self, ctx: _Context) -> None:
+    def __init__(self, ctx: Context) -> None:
         self._ctx = weakref.ref(ctx)
         self.path = ctx.path
         self.facts = ctx.facts
@@ -112,6 +98,10 @@ class Values:
         """The project (may raise NeedsProject while ``check`` indexes: let it)."""
         ctx = self._ctx()
         return ctx.project if ctx is not None else None
+
+    def context(self) -> Context | None:
+        """The rule context this layer was built for, while it lives."""
+        return self._ctx()
 
     # -- the API -----------------------------------------------------------------
     @property

@@ -42,7 +42,7 @@ from torchtrap.values.program import Model, module_model
 from torchtrap.values.program_values import program_callee
 
 if TYPE_CHECKING:
-    from torchtrap.values.evaluate import Values
+    from torchtrap.values.layer import ValueLayer
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
@@ -157,7 +157,7 @@ class Event:
 class LoopFacts:
     """Per-module cache (``ctx.values.loops``), shared by the loop rules."""
 
-    def __init__(self, values: Values) -> None:
+    def __init__(self, values: ValueLayer) -> None:
         self.facts = values.facts
         self.imports = values.facts.imports
         self.tensors = values.tensors
@@ -275,7 +275,7 @@ class LoopFacts:
     def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
         if self._model is None:
             values = self._values()
-            ctx = values._ctx() if values is not None else None
+            ctx = values.context() if values is not None else None
             if ctx is None:
                 return None
             self._model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree) or False
