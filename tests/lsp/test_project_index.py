@@ -94,6 +94,24 @@ async def test_other_files_dataloader_and_related_link(flat: Path) -> None:
         assert any((b.message or "").startswith("Indexing 5 files") for b in begins)
 
 
+async def test_the_hover_shows_where_the_value_comes_from(flat: Path) -> None:
+    # Issue 32: a finding resting on another file says where, in the hover too:
+    # each related place as a link that opens at its line.
+    async with session(flat) as h:
+        uri = h.open("datasets.py", _text(flat, "datasets.py"))
+        diags = await _wait_for(h, uri, True)
+        found = next(d for d in diags if d.code == "TT101" and d.range.start.line == NOISY_RNG)
+        hover = await h.hover(uri, NOISY_RNG, found.range.start.character + 1)
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        value = hover.contents.value
+        assert "Where it comes from:\n- [train.py:5](" in value, value
+        train_uri = (flat / "train.py").as_uri()
+        first = (found.related_information or [])[0]
+        assert f"]({train_uri}#L5): {first.message}" in value
+        # A place without a finding has no hover.
+        assert await h.hover(uri, 0, 0) is None
+
+
 async def test_editing_an_open_file_refreshes_its_dependents(flat: Path) -> None:
     async with session(flat) as h:
         datasets, train, train_text = await _open_and_clear(h, flat)

@@ -70,11 +70,21 @@ def test_the_log_of_a_softmax_returned_from_another_file(
 ) -> None:
     found = _findings(tmp_path, end, capsys)
     assert sorted(f["range"]["start"]["line"] for f in found) == [7, 11], found
+    # The value path: the call in this function it came out of, then where it
+    # is made (not the calls at the bottom of ppo.py that lead into ratio/loss).
+    calls = {
+        7: (6, "made inside `policy.pi()`, called here"),
+        11: (11, "made inside `model()`, called here"),
+    }
     for finding in found:
         assert "softmax output (nets.py:" in finding["message"]
-        (row,) = finding["related"]
-        assert Path(row["path"]).name == "nets.py"
-        assert row["message"] == "the softmax is computed here"
+        call, made = finding["related"]
+        assert Path(made["path"]).name == "nets.py"
+        assert made["message"] == "the softmax is computed here"
+        assert call["path"] is None
+        assert (call["range"]["start"]["line"], call["message"]) == calls[
+            finding["range"]["start"]["line"]
+        ]
         assert [fix["applicability"] for fix in finding["fixes"]] == ["unsafe"]
 
 

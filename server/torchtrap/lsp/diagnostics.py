@@ -35,6 +35,36 @@ def finding_severity(finding: Finding, settings: Settings) -> Severity:
     return finding.severity  # already rule default -> pyproject -> editor
 
 
+def related_locations(
+    result: LintResult, finding: Finding, encoding: str
+) -> list[tuple[types.Location, str]]:
+    """A finding's related places (where its value is made, the call it
+    travels through) as LSP locations with their notes."""
+    found = []
+    for loc in finding.related:
+        if loc.path is not None:
+            # Another file: its text is not at hand, so columns stay code
+            # points (exact for ASCII lines).
+            rel_uri = from_fs_path(loc.path) or loc.path
+            rel = types.Location(
+                rel_uri,
+                types.Range(
+                    types.Position(max(loc.range.start.line - 1, 0), loc.range.start.column),
+                    types.Position(max(loc.range.end.line - 1, 0), loc.range.end.column),
+                ),
+            )
+        else:
+            loc_located = result.locate(loc.range)
+            if loc_located is None:
+                continue
+            rel = types.Location(
+                loc_located[0],
+                to_lsp_range(result.lines.get(loc_located[0], []), loc_located[1], encoding),
+            )
+        found.append((rel, loc.message))
+    return found
+
+
 def to_diagnostic(
     result: LintResult,
     index: int,
@@ -60,28 +90,10 @@ def to_diagnostic(
         number = result.cell_number(uri)
         if number is not None:
             message = f"cell {number}: {message}"
-    related = []
-    for loc in finding.related:
-        if loc.path is not None:
-            # Another file: its text is not at hand, so columns stay code
-            # points (exact for ASCII lines).
-            rel_uri = from_fs_path(loc.path) or loc.path
-            rel = types.Location(
-                rel_uri,
-                types.Range(
-                    types.Position(max(loc.range.start.line - 1, 0), loc.range.start.column),
-                    types.Position(max(loc.range.end.line - 1, 0), loc.range.end.column),
-                ),
-            )
-        else:
-            loc_located = result.locate(loc.range)
-            if loc_located is None:
-                continue
-            rel = types.Location(
-                loc_located[0],
-                to_lsp_range(result.lines.get(loc_located[0], []), loc_located[1], encoding),
-            )
-        related.append(types.DiagnosticRelatedInformation(rel, loc.message))
+    related = [
+        types.DiagnosticRelatedInformation(location, note)
+        for location, note in related_locations(result, finding, encoding)
+    ]
     lsp_range = to_lsp_range(lines, rng, encoding)
     if not finding.is_syntax_error and finding.code in confirmed:
         evidence = f"the probe on this machine: {confirmed[finding.code]}"

@@ -3,16 +3,21 @@ written in a suppression comment (``# torchtrap: ignore[TT101]``,
 ``# noqa: TT101``). The editor already shows the diagnostic's message, so
 the hover does not repeat it: the rule's one-sentence why, its measured
 fact, the fixes on offer and a link to the full doc (which Explain Rule
-also shows). Built from rule metadata, so a new rule gets it for free."""
+also shows), and the path its value took: each related place as a link
+(``data.py:31``: "the DataLoader is built from here, with 4 workers"), so a
+finding that rests on another file says where. Built from rule metadata
+and the finding, so a new rule gets it for free."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import unquote
 
 from lsprotocol import types
 
-from torchtrap.findings import Position, Range
+from torchtrap.findings import Finding, Position, Range
+from torchtrap.lsp.diagnostics import related_locations
 from torchtrap.lsp.positions import from_client_character, to_lsp_range
 from torchtrap.lsp.settings import Settings
 from torchtrap.lsp.workspace import LintResult
@@ -75,19 +80,48 @@ def hover(
         return None
     hit: Range | None = None
     fixes: dict[str, list[str]] = {}  # code -> fix titles, in order
+    paths: dict[str, list[str]] = {}  # code -> value path rows, in order
     for finding in result.findings:
         if finding.is_syntax_error or not finding.range.start <= here <= finding.range.end:
             continue
         hit = hit or finding.range
         titles = fixes.setdefault(finding.code, [])
         titles += [f.title for f in finding.fixes if f.title not in titles]
-    parts = [rule_markdown(code, settings, titles) or "" for code, titles in fixes.items()]
-    parts = [part for part in parts if part]
+        rows = paths.setdefault(finding.code, [])
+        rows += [r for r in _value_path(result, finding, encoding) if r not in rows]
+    parts = []
+    for code, titles in fixes.items():
+        text = rule_markdown(code, settings, titles)
+        if text is None:
+            continue
+        if paths.get(code):
+            text += "\n\nWhere it comes from:\n" + "\n".join(paths[code])
+        parts.append(text)
     if not parts or hit is None:
         return None
     located = result.locate(hit)
     rng_lsp = to_lsp_range(result.lines[located[0]], located[1], encoding) if located else None
     return _hover("\n\n---\n\n".join(parts), rng_lsp)
+
+
+def _value_path(result: LintResult, finding: Finding, encoding: str) -> list[str]:
+    """``- [data.py:31](file:///…/data.py#L31): the DataLoader is built from
+    here, with 4 workers``: one markdown row per related place (the editor
+    opens the link at the line)."""
+    rows = []
+    for location, note in related_locations(result, finding, encoding):
+        line = location.range.start.line + 1
+        cell = result.cell_number(location.uri) if result.module is not None else None
+        if cell is not None:  # a notebook cell's URI has its own fragment
+            rows.append(f"- [cell {cell}, line {line}]({location.uri}): {note}")
+            continue
+        name = unquote(location.uri.rstrip("/").rsplit("/", 1)[-1]) or location.uri
+        rows.append(f"- [{_escape(name)}:{line}]({location.uri}#L{line}): {note}")
+    return rows
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([\\`*_\[\]()])", r"\\\1", text)
 
 
 def _hover(markdown: str, rng: types.Range | None) -> types.Hover:

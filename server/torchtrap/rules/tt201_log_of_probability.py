@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 
 from torchtrap.facts.index import enclosing_function
-from torchtrap.facts.remote import remote_where, same_file
+from torchtrap.facts.remote import remote_where
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -15,7 +15,6 @@ from torchtrap.findings import (
     Fix,
     Position,
     Range,
-    RelatedLocation,
     Severity,
     line_text,
     unsafe_title,
@@ -25,7 +24,7 @@ from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Probability
 from torchtrap.values.assumptions import Assumption, probability_assumption
 from torchtrap.values.program import Model, module_model
-from torchtrap.values.program_values import ProgramProbability, program_probability
+from torchtrap.values.program_values import ProgramProbability, program_probability, value_path
 
 # The clamp bound for the fallback fix. Measured (tests/test_numerics_facts.py):
 # 1e-4 is nonzero in float16, bfloat16 and float32, its log is finite, and the
@@ -217,16 +216,10 @@ class LogOfProbability(Rule):
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         ctx = self.ctx
         where = model.where(prob.made.module, prob.made.line, prob.made.col)
-        related = []
+        related = value_path(model, prob.made, f"the {prob.kind} is computed here", ctx.path, call)
         shown = ""
         if where is not None:
             path, rng = where
-            elsewhere = not same_file(path, ctx.path)
-            related.append(
-                RelatedLocation(
-                    rng, f"the {prob.kind} is computed here", path=path if elsewhere else None
-                )
-            )
             shown = f" ({os.path.basename(path)}:{rng.start.line})"
         then = self._then(call)
         if prob.kind == "softmax":

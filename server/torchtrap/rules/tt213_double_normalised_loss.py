@@ -17,7 +17,6 @@ from torchtrap.findings import (
     Fix,
     Position,
     Range,
-    RelatedLocation,
     Severity,
     unsafe_title,
 )
@@ -30,6 +29,7 @@ from torchtrap.values.program_values import (
     ProgramProbability,
     program_module_types,
     program_probability,
+    value_path,
 )
 
 F = "torch.nn.functional."
@@ -246,16 +246,13 @@ class DoubleNormalisedLoss(Rule):
         self, call: ast.Call, arg: ast.expr, loss: _Loss, prob: ProgramProbability, model: Model
     ) -> Finding:
         where = model.where(prob.made.module, prob.made.line, prob.made.col)
-        related = []
+        related = value_path(
+            model, prob.made, f"the {prob.kind} is computed here", self.ctx.path, call
+        )
         shown = ""
         if where is not None:
             path, rng = where
             elsewhere = not same_file(path, self.ctx.path)
-            related.append(
-                RelatedLocation(
-                    rng, f"the {prob.kind} is computed here", path=path if elsewhere else None
-                )
-            )
             shown = f" ({os.path.basename(path)}:{rng.start.line})" if elsewhere else ""
         if loss is _NLL:
             message = (

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from torchtrap.core.analysis import Analysis, analyse
+from torchtrap.core.objects import Site
 from torchtrap.core.program import MAX_FILE_BYTES, Program
 from torchtrap.core.solver import HF_TRAINERS
 from torchtrap.findings import Range
@@ -96,6 +97,30 @@ class Model:
         end_line = best.end_lineno or line
         end_col = best.end_col_offset if best.end_col_offset is not None else col
         return found.obj.path, Range.of(line, col, end_line, end_col)
+
+    def calls_to(self, site: Site) -> list[tuple[str, Range, str]]:
+        """The calls a value made at ``site`` came out of, outermost first:
+        (path, range of the call, ``net.pi()``), for the value paths that
+        findings show (the model analyses a small function once per call
+        site, and the object remembers which)."""
+        rows = []
+        for call in site.ctx:
+            module = self.analysis.solver.program.modules.get(call.module)
+            starting = self.expressions(call.module).get((call.line, call.col), ())
+            # `f(x).g(y)`: both calls start here; the site is the innermost.
+            calls = [n for n in starting if isinstance(n, ast.Call)]
+            if module is None or not calls:
+                continue
+            node = min(calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+            rng = Range.of(
+                node.lineno,
+                node.col_offset,
+                node.end_lineno or node.lineno,
+                node.end_col_offset if node.end_col_offset is not None else node.col_offset,
+            )
+            func = ast.unparse(node.func)
+            rows.append((module.obj.path, rng, f"`{func}()`" if len(func) <= 40 else "the call"))
+        return rows
 
 
 def program_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:

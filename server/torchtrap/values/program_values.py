@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, Obj, Site
 from torchtrap.core.payload import is_module
+from torchtrap.facts.index import enclosing_function
+from torchtrap.facts.remote import same_file
+from torchtrap.findings import RelatedLocation
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
     KEEP_METHODS,
@@ -29,6 +32,39 @@ MAX_KEEP_STEPS = 8
 class ProgramProbability:
     kind: str  # "softmax" or "sigmoid"
     made: Site  # where the probability is computed
+
+
+def value_path(
+    model: Model, made: Site, note: str, here: str, at: ast.AST
+) -> list[RelatedLocation]:
+    """The path a value took to the finding at ``at`` (a node of the linted
+    file ``here``), as related rows: each call it came out of (outermost
+    first: ``net.pi(s)`` in train.py), then where it is made
+    (``F.softmax(...)`` in nets.py) with ``note``. The calls that led into
+    the finding's own function (``ratio(...)`` at the bottom of the file)
+    are its caller's context, not the value's path: left out."""
+    calls = model.calls_to(made)
+    function = enclosing_function(at)
+    if function is not None:
+        first, last = function.lineno, function.end_lineno or function.lineno
+        inside = [
+            i
+            for i, (path, rng, _f) in enumerate(calls)
+            if same_file(path, here) and first <= rng.start.line <= last
+        ]
+        calls = calls[inside[0] :] if inside else calls
+    rows = [
+        RelatedLocation(rng, f"made inside {func}, called here", path=_other(path, here))
+        for path, rng, func in calls
+    ]
+    where = model.where(made.module, made.line, made.col)
+    if where is not None:
+        rows.append(RelatedLocation(where[1], note, path=_other(where[0], here)))
+    return rows
+
+
+def _other(path: str, here: str) -> str | None:
+    return None if same_file(path, here) else path
 
 
 def program_probability(model: Model, node: ast.expr) -> ProgramProbability | None:

@@ -31,6 +31,7 @@ from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Range, RelatedLocation
 from torchtrap.project.index import Project
 from torchtrap.values.program import Model, program_model
+from torchtrap.values.program_values import value_path
 
 
 @dataclass
@@ -91,7 +92,7 @@ def payload_culprits(
         )
         related = [
             row
-            for row in _related(model, culprit, here)
+            for row in _related(model, culprit, here, node)
             if row[0] is not None or not (inside.start <= row[1].start and row[1].end <= inside.end)
         ]
         rows = [RelatedLocation(rng, note, path=path) for path, rng, note in related]
@@ -128,7 +129,9 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
     )
 
 
-def _related(model: Model, culprit: Culprit, here: str) -> list[tuple[str | None, Range, str]]:
+def _related(
+    model: Model, culprit: Culprit, here: str, at: ast.AST
+) -> list[tuple[str | None, Range, str]]:
     rows: list[tuple[str | None, Range, str]] = []
     loader = culprit.loader
     if loader.obj.site.ctx and loader.workers.kind == "some":
@@ -152,14 +155,15 @@ def _related(model: Model, culprit: Culprit, here: str) -> list[tuple[str | None
             rows.append(
                 (_other(where[0], here), where[1], f"{hop.via}: `{describe(hop.obj)}` made here")
             )
-    where = model.where(culprit.made.module, culprit.made.line, culprit.made.col)
-    if where is not None:
-        what = {
-            "module": "the model moved to the GPU here",
-            "model": "the model made here",
-            "rng": "the generator made here: each worker gets a copy in the same state",
-        }.get(culprit.kind, "the CUDA tensor made here")
-        rows.append((_other(where[0], here), where[1], what))
+    what = {
+        "module": "the model moved to the GPU here",
+        "model": "the model made here",
+        "rng": "the generator made here: each worker gets a copy in the same state",
+    }.get(culprit.kind, "the CUDA tensor made here")
+    # The calls it was made in (a helper's `make_rays(n, device)`), then where.
+    for row in value_path(model, culprit.made, what, here, at):
+        if all(row.range != r[1] or row.path != r[0] for r in rows):
+            rows.append((row.path, row.range, row.message))
     return rows
 
 
