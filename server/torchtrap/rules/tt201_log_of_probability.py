@@ -81,12 +81,6 @@ def _writes_into(node: ast.AST, name: str) -> bool:
     )
 
 
-def _inside(line: int, scope: ast.AST) -> bool:
-    start = getattr(scope, "lineno", 1)
-    end = getattr(scope, "end_lineno", None)
-    return end is None or start <= line <= end
-
-
 class LogOfProbability(Rule):
     """Flags `torch.log` of a softmax or sigmoid output that is not guarded.
 
@@ -200,8 +194,8 @@ class LogOfProbability(Rule):
         found = program_probability(model, arg) if model is not None else None
         if found is None or model is None:
             return None
-        if found.made.module == model.module and _inside(found.made.line, scope):
-            return None  # computed in this function: the module's values judge it
+        # Computed in this function too (`p = pick(F.softmax(x))`): the
+        # module's values said nothing, so the model's every-path answer stands.
         return found, model
 
     def _program_finding(

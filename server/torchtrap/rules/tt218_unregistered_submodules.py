@@ -19,6 +19,8 @@ from torchtrap.fixes.names import ModuleNames
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
 from torchtrap.values.classes import is_module_class
+from torchtrap.values.program import module_model
+from torchtrap.values.program_values import program_holds_only
 
 # Containers that register what they hold.
 REGISTERING = frozenset(
@@ -324,6 +326,14 @@ class UnregisteredSubmodules(Rule):
                 if self._attribute is not None and _stored_elsewhere(node):
                     self._attribute.references = True  # an index of members kept elsewhere
                 return None
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            # `Owner().part`, `build()[0]`: taken from an object made here,
+            # not a reference to a member registered elsewhere.
+            root: ast.expr = node
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            fresh = isinstance(root, ast.Call) and not _is_self_attribute(root)
+            return "module" if fresh and self._program_module(expr) else None
         elif not isinstance(node, ast.Call):
             return None
         if isinstance(node, ast.Call):
@@ -344,7 +354,19 @@ class UnregisteredSubmodules(Rule):
             if qualname in REGISTERING and not node.args and not node.keywords:
                 return None  # an empty container: nothing lost yet
         value = self.ctx.values.of(expr)
-        return "module" if value.kind is Kind.MODULE and value.definite else None
+        if value.kind is Kind.MODULE and value.definite:
+            return "module"
+        return "module" if self._program_module(expr) else None
+
+    def _program_module(self, expr: ast.expr) -> bool:
+        """The whole-program model says ``expr`` holds an ``nn.Module`` on
+        every path (a helper's or factory's result, another file's global,
+        an owned object's field) when the file's values cannot say."""
+        if not isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
+            return False
+        ctx = self.ctx
+        model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+        return model is not None and program_holds_only(model, expr, "module")
 
     def _fresh_local(self, name: ast.Name) -> bool:
         """A local name bound to a constructor call in the same function and

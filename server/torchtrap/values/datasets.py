@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.classes import ClassInfo, ClassTable
@@ -44,10 +44,21 @@ _MAX_DEPTH = 6
 class DatasetFacts:
     """Dataset classes of one module and the DataLoaders that receive them."""
 
-    def __init__(self, facts: ModuleFacts, loaders: Loaders, text: str = "") -> None:
+    def __init__(
+        self,
+        facts: ModuleFacts,
+        loaders: Loaders,
+        text: str = "",
+        counts: Callable[[DataLoaderCall], Workers] | None = None,
+    ) -> None:
         # Not the ModuleFacts itself: it holds this object, and a cycle
         # would keep the whole tree alive until a full garbage collection.
         self.loaders = loaders
+        # A worker count the file alone cannot tell (`num_workers=workers`,
+        # a parameter): what the whole-program model says it is.
+        self._counts = counts
+        self._resolved: dict[int, Workers] = {}
+        self._own = {id(loader.node) for loader in facts.dataloaders}  # not another file's
         self.index = facts.index
         self.imports = facts.imports
         self.classes: ClassTable = facts.classes
@@ -73,6 +84,18 @@ class DatasetFacts:
                 view = self._view(info)
                 view.protocol = True
                 self._views[info.name] = view
+
+    def workers(self, loader: DataLoaderCall) -> Workers:
+        """The loader's worker count: the file's answer, or the model's when
+        the file cannot tell (NONE: every path passes 0; SOME: > 0)."""
+        if loader.workers is not Workers.MAYBE or self._counts is None or loader.has_splat:
+            return loader.workers
+        if id(loader.node) not in self._own:
+            return loader.workers
+        found = self._resolved.get(id(loader.node))
+        if found is None:
+            found = self._resolved[id(loader.node)] = self._counts(loader)
+        return found
 
     # -- classes -------------------------------------------------------------
     def views(self) -> list[DatasetView]:
@@ -275,9 +298,12 @@ def judge(
     if uses:
         counted: list[tuple[LoaderUse, LoaderStatus]] = []
         for use in uses:
-            if use.loader.may_have_workers:
+            workers = datasets.workers(use.loader)
+            if workers is not Workers.NONE:
                 st = status(use.loader)
                 if st is not LoaderStatus.IGNORED:
+                    if workers is not use.loader.workers:  # the model knows: say so
+                        use = replace(use, loader=replace(use.loader, workers=workers))
                     counted.append((use, st))
         if not counted:
             return None
@@ -291,7 +317,8 @@ def judge(
         unlinked = [
             loader
             for loader in datasets.unresolved
-            if loader.may_have_workers and status(loader) is not LoaderStatus.IGNORED
+            if datasets.workers(loader) is not Workers.NONE
+            and status(loader) is not LoaderStatus.IGNORED
         ]
         if unlinked:
             return Judgement(Exposure.UNLINKED, [], unlinked)

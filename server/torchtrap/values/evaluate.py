@@ -17,9 +17,11 @@ from __future__ import annotations
 import ast
 import weakref
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from torchtrap.facts.autograd import distribution_kind
+from torchtrap.facts.dataloaders import Workers
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generator_family
 from torchtrap.facts.imports import dotted_name
@@ -54,6 +56,8 @@ from torchtrap.values.model import (
     tensor,
 )
 from torchtrap.values.models import ModelFacts
+from torchtrap.values.program import program_model
+from torchtrap.values.program_values import program_worker_count
 
 if TYPE_CHECKING:
     from torchtrap.facts.dataloaders import DataLoaderCall
@@ -118,7 +122,9 @@ class Values:
         if self._datasets is None:
             ctx = self._ctx()
             text = ctx.text if ctx is not None else ""
-            self._datasets = DatasetFacts(self.facts, self.loaders, text)
+            # Weakly: the DatasetFacts is ours, and a cycle would keep the tree alive.
+            counts = partial(_program_workers, weakref.ref(self))
+            self._datasets = DatasetFacts(self.facts, self.loaders, text, counts)
         return self._datasets
 
     @property
@@ -862,3 +868,16 @@ def _is_number(node: ast.AST, number: int) -> bool:
 
 
 __all__ = ["Certainty", "Values"]
+
+
+def _program_workers(values: weakref.ReferenceType[Values], loader: DataLoaderCall) -> Workers:
+    """A DataLoader's worker count the file cannot tell, as the
+    whole-program model sees it (``num_workers=workers`` with every caller
+    passing 0, or 4); the file's answer when the model has none."""
+    owner = values()
+    ctx = owner.context() if owner is not None else None
+    if ctx is None:
+        return loader.workers
+    model = program_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+    kind = program_worker_count(model, loader.node) if model is not None else None
+    return {"zero": Workers.NONE, "some": Workers.SOME}.get(kind or "", loader.workers)

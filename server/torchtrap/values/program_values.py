@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, Obj, Site
-from torchtrap.core.payload import is_module
+from torchtrap.core.payload import is_module, loaders
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
@@ -174,3 +174,26 @@ def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
             return None
         names.add(name)
     return frozenset(names)
+
+
+def program_worker_count(model: Model, call: ast.Call) -> str | None:
+    """What the model says the ``num_workers`` of the DataLoader ``call``
+    (a node of the linted file) is on every path: "zero" (plain constants
+    only: a command-line default or a config file's value may be overridden
+    at run time) or "some" (> 0 on some path: ``build_loader(0)`` here,
+    ``build_loader(4)`` there); None when unknown."""
+    here = [
+        loader
+        for loader in loaders(model.analysis, model.module)
+        if (loader.obj.site.line, loader.obj.site.col) == (call.lineno, call.col_offset)
+    ]
+    # A helper analysed once per call site: its copies say what each call
+    # passes; the shared definition then sees only the parameter's default.
+    copies = [loader for loader in here if loader.obj.site.ctx]
+    found = {
+        loader.workers.kind if loader.workers.kind != "zero" or not loader.workers.origin else ""
+        for loader in copies or here
+    }
+    if "some" in found:
+        return "some"  # one call with workers makes the bug real there
+    return "zero" if found == {"zero"} else None

@@ -1,0 +1,47 @@
+"""The rules' transport matrix (issue 32): each producer of a bad value, each
+way it travels, as ``torchtrap check`` reports it; each with a near-miss
+twin that must stay silent (``rule_cases.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.interproc.rule_cases import (
+    PRODUCERS,
+    TRANSPORTS,
+    Producer,
+    Transport,
+    findings,
+    write_case,
+)
+
+# What the rules do not follow yet, each for a stated reason (strict: a case
+# that starts passing must leave this list).
+KNOWN_MISSES = {
+    (
+        "stored RNG in a dataset (TT101)",
+        "parameter",
+    ): "the worker payload leaves a generator made in the "
+    "dataset's own class to the file's rule, which does not follow `pick(v)`",
+    ("module in a plain list (TT218)", "module global in another file"): "a module "
+    "global is a shared reference, not a member made for this list: whether another "
+    "module registers it cannot be told, so TT218 stays silent",
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS, ids=lambda t: t.name.replace(" ", "-"))
+@pytest.mark.parametrize("producer", PRODUCERS, ids=lambda p: p.name.replace(" ", "-"))
+def test_found_through_each_transport_and_silent_on_its_twin(
+    tmp_path: Path, producer: Producer, transport: Transport
+) -> None:
+    write_case(tmp_path / "twin", producer, transport, producer.decoy)
+    assert findings(tmp_path / "twin", producer.code) == []
+    write_case(tmp_path / "bug", producer, transport, producer.make)
+    found = findings(tmp_path / "bug", producer.code)
+    reason = KNOWN_MISSES.get((producer.name, transport.name))
+    if reason is not None:
+        assert not found, f"now found: remove it from KNOWN_MISSES ({reason})"
+        pytest.xfail(reason)
+    assert found, (producer.name, transport.name)
