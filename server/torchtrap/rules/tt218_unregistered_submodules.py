@@ -20,7 +20,7 @@ from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
 from torchtrap.values.classes import is_module_class
 from torchtrap.values.program import module_model
-from torchtrap.values.program_values import program_holds_only
+from torchtrap.values.program_values import program_holds_stateful_modules
 
 # Containers that register what they hold.
 REGISTERING = frozenset(
@@ -359,14 +359,14 @@ class UnregisteredSubmodules(Rule):
         return "module" if self._program_module(expr) else None
 
     def _program_module(self, expr: ast.expr) -> bool:
-        """The whole-program model says ``expr`` holds an ``nn.Module`` on
-        every path (a helper's or factory's result, another file's global,
-        an owned object's field) when the file's values cannot say."""
+        """The whole-program model says ``expr`` holds an ``nn.Module`` with
+        parameters on every path (a helper's or factory's result, an owned
+        object's field) when the file's values cannot say."""
         if not isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
             return False
         ctx = self.ctx
         model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
-        return model is not None and program_holds_only(model, expr, "module")
+        return model is not None and program_holds_stateful_modules(model, expr)
 
     def _fresh_local(self, name: ast.Name) -> bool:
         """A local name bound to a constructor call in the same function and

@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, Obj, Site
-from torchtrap.core.payload import is_module, loaders
+from torchtrap.core.analysis import Analysis
+from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, InstObj, Obj, Site
+from torchtrap.core.payload import holds_parameters, is_module, loaders
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
@@ -121,6 +122,36 @@ def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
     if kind == "module":
         return all(is_module(model.analysis, obj) for obj in values)
     return all(_optim_kind(obj) == kind for obj in values)
+
+
+PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def program_holds_stateful_modules(model: Model, node: ast.expr) -> bool:
+    """Every object ``node`` holds is an ``nn.Module`` with state: a layer
+    that is not stateless, or a project module with a field that holds a
+    parameter or such a module (a parameter-free helper module such as a
+    ``Clone()`` loses nothing when it is not registered)."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return False
+    return all(_stateful(model.analysis, obj, 2) for obj in values)
+
+
+def _stateful(analysis: Analysis, obj: Obj, depth: int) -> bool:
+    if not holds_parameters(analysis, obj):
+        return False
+    if not isinstance(obj, InstObj):
+        return True
+    solver = analysis.solver
+    for attr in solver.field_keys.get(obj, ()):
+        for inner in solver.pts[solver.field(obj, attr)]:
+            if isinstance(inner, ExtCallObj) and inner.type_name in PARAMETERS:
+                return True
+            if depth > 0 and _stateful(analysis, inner, depth - 1):
+                return True
+    return False
 
 
 def _optim_kind(obj: Obj) -> str | None:
