@@ -58,9 +58,18 @@ class Const:
     # Looks like a generator (it has .random()), draws nothing.
     def random(self):
         return 0.5
+
+
+class Range:
+    # Its clamp() changes it in place: nothing to assign back.
+    def __init__(self):
+        self.low = None
+
+    def clamp(self, min=None):
+        self.low = min
 """
 )
-IMPORTS = HEADER + "from nets import Const, LogitNet, SoftNet\n"
+IMPORTS = HEADER + "from nets import Const, LogitNet, Range, SoftNet\n"
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,13 @@ PRODUCERS = [
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.blocks = [{expr}]\n\n    def forward(self, x):\n"
         "        return x * len(self.blocks)\n\n\nNet()\n",
+    ),
+    Producer(
+        "discarded out-of-place result (TT202)",
+        "TT202",
+        "torch.randn(3)",
+        "Range()",
+        "def consume():\n    t = {expr}\n    t.clamp(min=0)\n    return t\n\n\nconsume()\n",
     ),
     Producer(
         "CUDA tensor in a dataset (TT103)",

@@ -11,6 +11,8 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix, marked_title, 
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
+from torchtrap.values.program import module_model
+from torchtrap.values.program_values import program_may_define
 
 # Methods only tensors have (no Python, numpy, pandas or matplotlib type has
 # them): flagged on any receiver, unless it is a module, `self`, an imported
@@ -205,7 +207,12 @@ class DiscardedOutOfPlaceResult(Rule):
         if self.ctx.facts.imports.qualname(receiver) is not None:
             return False  # an imported object: not a local tensor
         # A local class with a method of that name (`Boxes.clamp`) may be the receiver.
-        return not any(name in c.methods for c in self.ctx.facts.classes.classes.values())
+        if any(name in c.methods for c in self.ctx.facts.classes.classes.values()):
+            return False
+        # So may one of another file, as the whole-program model sees it.
+        ctx = self.ctx
+        model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+        return model is None or not program_may_define(model, receiver, name)
 
     @staticmethod
     def _purposeful(stmt: ast.stmt) -> bool:

@@ -10,7 +10,16 @@ import ast
 from dataclasses import dataclass
 
 from torchtrap.core.analysis import Analysis
-from torchtrap.core.objects import BoundObj, ExtAttrObj, ExtCallObj, FuncObj, InstObj, Obj, Site
+from torchtrap.core.objects import (
+    BoundObj,
+    ClassObj,
+    ExtAttrObj,
+    ExtCallObj,
+    FuncObj,
+    InstObj,
+    Obj,
+    Site,
+)
 from torchtrap.core.payload import holds_parameters, is_module, loaders
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.remote import same_file
@@ -122,6 +131,21 @@ def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
     if kind == "module":
         return all(is_module(model.analysis, obj) for obj in values)
     return all(_optim_kind(obj) == kind for obj in values)
+
+
+def program_may_define(model: Model, node: ast.expr, method: str) -> bool:
+    """``node`` may hold an instance of a project class whose own method
+    ``method`` runs for ``node.method(...)`` (a ``Range.clamp`` that works in
+    place, defined in another file), as the model sees it."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    solver = model.analysis.solver
+    for obj in values or ():
+        if isinstance(obj, InstObj) and any(
+            isinstance(c, ClassObj) and method in c.defines for c in solver.mro(obj.cls)
+        ):
+            return True
+    return False
 
 
 PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
