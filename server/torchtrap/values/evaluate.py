@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Protocol
 from torchtrap.facts.autograd import distribution_kind
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generator_family
-from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
 from torchtrap.facts.tensors import (
     TENSOR_METHODS,
+    TORCH_TENSOR_CLASSES,
     Binding,
     TensorFacts,
     shadowed,
@@ -274,6 +275,16 @@ class Values:
         return self._memo.answer((id(expr), id(at)), depth, self._eval_node, expr, at, depth)
 
     def _eval_node(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
+        value = self._eval_expr(expr, at, depth)
+        if (
+            value.kind is Kind.UNKNOWN
+            and isinstance(expr, _NARROWABLE)
+            and _narrowed_to_tensor(expr, at, self.imports)
+        ):
+            return tensor()  # `if isinstance(x, torch.Tensor): x.to(...)`
+        return value
+
+    def _eval_expr(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
         if isinstance(expr, ast.Call):
             return self._call(expr, at, depth)
         if isinstance(expr, ast.Name):
@@ -781,6 +792,83 @@ def _alternatives(options: list[Value]) -> Value | None:
         generator=replace(first.generator, alternative=True),
         assumed="a generator when that operand is taken",
     )
+
+
+_NARROWABLE = (ast.Name, ast.Attribute, ast.Subscript)
+_IS_TENSOR = frozenset({"torch.is_tensor"})
+
+
+def _narrowed_to_tensor(expr: ast.expr, at: ast.AST, imports: ImportTable) -> bool:
+    """``expr`` seen at ``at`` inside ``if isinstance(expr, torch.Tensor):``
+    (or ``torch.is_tensor(expr)``, also as an operand of ``and`` before
+    ``at``), with nothing in that branch writing to what ``expr`` reads."""
+    shape = ast.dump(expr)
+    child: ast.AST = at
+    for anc in ancestors(at):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        tests: list[ast.expr] = []
+        in_if = isinstance(anc, ast.If) and child in anc.body
+        if in_if or (isinstance(anc, ast.IfExp) and child is anc.body):
+            tests = [anc.test]  # type: ignore[attr-defined]
+        elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And) and child in anc.values:
+            tests = anc.values[: anc.values.index(child)]
+        for test in tests:
+            if _tests_tensor(test, shape, imports) and not _writes(anc, expr):
+                return True
+        child = anc
+    return False
+
+
+def _tests_tensor(test: ast.expr, shape: str, imports: ImportTable) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_tests_tensor(v, shape, imports) for v in test.values)
+    if not isinstance(test, ast.Call) or test.keywords or not test.args:
+        return False
+    qualname = imports.qualname(test.func)
+    if qualname in _IS_TENSOR and len(test.args) == 1:
+        return ast.dump(test.args[0]) == shape
+    if not (isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
+        return False
+    if len(test.args) != 2 or ast.dump(test.args[0]) != shape:
+        return False
+    types = test.args[1]
+    options = types.elts if isinstance(types, ast.Tuple) else [types]
+    return bool(options) and all(imports.qualname(t) in TORCH_TENSOR_CLASSES for t in options)
+
+
+def _writes(branch: ast.AST, expr: ast.expr) -> bool:
+    """Whether ``branch`` (the ``if`` or the expression holding the use)
+    binds the name ``expr`` starts from, anywhere (a loop may run it
+    first), or, for ``x[k]``/``x.a``, writes through it or calls a method
+    of it (``x.update(...)``)."""
+    root: ast.expr = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return True
+    name = root.id
+    for node in ast.walk(branch):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if root is expr:
+            continue
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == name:
+                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            return True
+    return False
 
 
 def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:

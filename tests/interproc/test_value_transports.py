@@ -1,0 +1,61 @@
+"""Transports of the value layer added for dev-corpus2's misses (branch
+``core2``), each with a near-miss twin: a value a rule needs that arrives
+through something the layer did not follow."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchtrap import cli
+
+
+def _lines(
+    tmp_path: Path, files: dict[str, str], code: str, capsys: pytest.CaptureFixture[str]
+) -> list[tuple[str, int]]:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for rel, source in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", code])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    return sorted((Path(f["path"]).name, f["range"]["start"]["line"]) for f in found)
+
+
+NARROWED = """\
+import torch
+import torch.nn as nn
+
+
+def move(x, m, batch, device):
+    if isinstance(x, torch.Tensor):
+        x.to(device)  # 7: a tensor in this branch
+    if torch.is_tensor(batch["img"]) and device is not None:
+        batch["img"].to(device)  # 9: the same expression, tested by torch.is_tensor
+    if isinstance(m, nn.Module):
+        m.to(device)  # a module converts itself
+    if isinstance(x, (list, torch.Tensor)):
+        x.to(device)  # a list or a tensor
+    if isinstance(x, torch.Tensor):
+        x = x.tolist()
+        x.to(device)  # re-bound in the branch
+    if not isinstance(x, torch.Tensor):
+        x.to(device)  # the other branch
+    if isinstance(batch["img"], torch.Tensor):
+        batch.update(img=None)
+        batch["img"].to(device)  # the dict changed in the branch
+"""
+
+
+def test_isinstance_narrows_to_a_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"move.py": NARROWED}, "TT202", capsys) == [
+        ("move.py", 7),
+        ("move.py", 9),
+    ]
