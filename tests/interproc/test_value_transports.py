@@ -59,3 +59,59 @@ def test_isinstance_narrows_to_a_tensor(
         ("move.py", 7),
         ("move.py", 9),
     ]
+
+
+NET = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def build():
+    return Net()
+
+
+model = Net().to("cpu")
+for _ in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+{switch}
+"""
+EVALUATE = """\
+import torch
+from train import model, build
+
+batch = torch.load("batch.pt")
+with torch.no_grad():
+    model(batch)  # 6: imported, trained there, never switched
+    built = build()
+    built(batch)  # 8: a factory's model, never switched
+"""
+
+
+@pytest.mark.parametrize(
+    ("switch", "expected"),
+    [
+        ("", [("evaluate.py", 6), ("evaluate.py", 8)]),
+        ("model.eval()", [("evaluate.py", 8)]),
+        ("def freeze(m):\n    m.train(False)\nfreeze(model)", [("evaluate.py", 8)]),
+        # handed to an unknown function; another instance of the factory switched
+        ("import helpers\nhelpers.switch(model)\nbuild().eval()", [("evaluate.py", 8)]),
+    ],
+)
+def test_a_script_model_built_in_another_file(
+    tmp_path: Path,
+    switch: str,
+    expected: list[tuple[str, int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = {"train.py": NET.format(switch=switch), "evaluate.py": EVALUATE}
+    assert _lines(tmp_path, files, "TT207", capsys) == expected
