@@ -115,3 +115,49 @@ def test_a_script_model_built_in_another_file(
 ) -> None:
     files = {"train.py": NET.format(switch=switch), "evaluate.py": EVALUATE}
     assert _lines(tmp_path, files, "TT207", capsys) == expected
+
+
+BASE = """\
+import torch.nn as nn
+
+
+class Learner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+{extra}
+
+class Plain:
+    def __init__(self):
+        self.steps = 0
+"""
+DERIVED = """\
+import torch
+from base import Learner, Plain
+
+
+class Replay(Learner):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)  # 8: an nn.Module through a base in base.py
+
+
+class Counter(Plain):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)  # a plain class
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("", [("derived.py", 8)]),
+        ("    def _apply(self, fn):\n        return super()._apply(fn)\n", []),
+    ],
+)
+def test_a_module_class_through_a_base_in_another_file(
+    tmp_path: Path, extra: str, expected: list[tuple[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"base.py": BASE.format(extra=extra), "derived.py": DERIVED}
+    assert _lines(tmp_path, files, "TT206", capsys) == expected
