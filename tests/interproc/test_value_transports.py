@@ -52,9 +52,7 @@ def move(x, m, batch, device):
 """
 
 
-def test_isinstance_narrows_to_a_tensor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_isinstance_narrows_to_a_tensor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _lines(tmp_path, {"move.py": NARROWED}, "TT202", capsys) == [
         ("move.py", 7),
         ("move.py", 9),
@@ -161,3 +159,28 @@ def test_a_module_class_through_a_base_in_another_file(
 ) -> None:
     files = {"base.py": BASE.format(extra=extra), "derived.py": DERIVED}
     assert _lines(tmp_path, files, "TT206", capsys) == expected
+
+
+MASS = """\
+import torch
+import torch.nn.functional as F
+
+
+def losses(logits):
+    dist = torch.distributions.categorical.Categorical(logits=logits)
+    mass = torch.sum(dist.probs[:, 1:], dim=1)
+    a = -torch.log(mass)  # 8: the mass of classes 1.., 0 when class 0 takes it all
+    p = F.softmax(logits, dim=-1)
+    b = torch.log(p[:, 1:].sum(1))  # 10: the same as a method
+    c = torch.log(p.sum(1))  # every class: 1
+    d = torch.log(p[:, 1:].sum(0))  # summed over the batch, not the classes cut
+    e = torch.log(p[1:, :].sum(1))  # rows cut, every class: 1
+    f = torch.log(p[:, 1:].t().sum(1))  # transposed: the cut dimension moved
+    return a + b + c + d + e + f
+"""
+
+
+def test_the_sum_of_a_slice_of_a_probability_over_the_cut_dimension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"mass.py": MASS}, "TT201", capsys) == [("mass.py", 8), ("mass.py", 10)]

@@ -598,7 +598,12 @@ class Values:
             return UNKNOWN
         if base.kind is Kind.BATCH:
             return plain(base)  # batch["x"], batch[0]
-        return _keep(base)
+        kept = _keep(base)
+        prob = kept.probability
+        part = _part_of(index)
+        if prob is not None and not prob.scaled and prob.part is None and part is not None:
+            return replace(kept, probability=prob.derived(part=part))
+        return kept
 
     def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
         op = expr.op
@@ -894,7 +899,32 @@ def _summed(value: Value, call: ast.Call, dim_at: int) -> Value:
     has_dim = len(call.args) > dim_at or _keyword(call, "dim") is not None
     if prob is not None and prob.scaled and has_dim:
         return replace(value, probability=prob.derived(scaled=False))
+    dim = call.args[dim_at] if len(call.args) > dim_at else _keyword(call, "dim")
+    if (
+        prob is not None
+        and prob.part is not None
+        and dim is not None
+        and _is_number(dim, prob.part)
+    ):
+        # `p[:, 1:].sum(1)`: the mass of some classes (1 - p[:, 0])
+        return replace(value, probability=prob.derived(part=None))
     return plain(value) if value.kind is Kind.TENSOR else UNKNOWN
+
+
+def _part_of(index: ast.expr) -> int | None:
+    """``p[:, 1:]``: the one dimension a slice with bounds cuts (1), when
+    every other dimension is whole (``:``); None otherwise."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    cut: int | None = None
+    for at, part in enumerate(parts):
+        if not isinstance(part, ast.Slice) or part.step is not None:
+            return None
+        if part.lower is None and part.upper is None:
+            continue
+        if cut is not None:
+            return None
+        cut = at
+    return cut
 
 
 def _keep(value: Value) -> Value:
@@ -906,8 +936,8 @@ def _keep(value: Value) -> Value:
     return replace(
         value,
         kind=Kind.TENSOR,
-        probability=prob.derived() if prob else None,
-        log_probability=logp.derived() if logp else None,
+        probability=prob.derived(part=None) if prob else None,
+        log_probability=logp.derived(part=None) if logp else None,
         output=None,
     )
 
