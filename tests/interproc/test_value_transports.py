@@ -49,6 +49,12 @@ def move(x, m, batch, device):
     if isinstance(batch["img"], torch.Tensor):
         batch.update(img=None)
         batch["img"].to(device)  # the dict changed in the branch
+
+
+def test_move(x, dtype):
+    x.to(dtype)  # a test probing the call
+    if isinstance(x, torch.Tensor):
+        x.to(dtype)  # 27: a test that makes sure it is a tensor means to convert it
 """
 
 
@@ -56,6 +62,7 @@ def test_isinstance_narrows_to_a_tensor(tmp_path: Path, capsys: pytest.CaptureFi
     assert _lines(tmp_path, {"move.py": NARROWED}, "TT202", capsys) == [
         ("move.py", 7),
         ("move.py", 9),
+        ("move.py", 27),
     ]
 
 

@@ -185,7 +185,7 @@ class DiscardedOutOfPlaceResult(Rule):
                 continue
             if not isinstance(func, ast.Attribute) or name not in METHODS:
                 continue
-            if self._flag_method(stmt, call, func) and not self._purposeful(stmt):
+            if self._flag_method(stmt, call, func) and not self._purposeful(stmt, func.value):
                 yield self._method_finding(stmt, call, func)
 
     # -- detection ------------------------------------------------------------
@@ -207,9 +207,11 @@ class DiscardedOutOfPlaceResult(Rule):
         # A local class with a method of that name (`Boxes.clamp`) may be the receiver.
         return not any(name in c.methods for c in self.ctx.facts.classes.classes.values())
 
-    @staticmethod
-    def _purposeful(stmt: ast.stmt) -> bool:
-        """Places where throwing the result away is the point."""
+    def _purposeful(self, stmt: ast.stmt, receiver: ast.expr | None = None) -> bool:
+        """Places where throwing the result away is the point. A test
+        probing a call (``x.cuda()``) needs no type test first: a branch
+        that makes sure it holds a tensor (``if isinstance(x, torch.Tensor):
+        x.to(dtype)``) means to convert it."""
         for function in ancestors(stmt):
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -217,7 +219,9 @@ class DiscardedOutOfPlaceResult(Rule):
             if lowered.lstrip("_").startswith("test") or any(
                 part in lowered for part in _PURPOSEFUL_FUNCTIONS
             ):
-                return True
+                if receiver is None or not self.ctx.values.narrowed(receiver, stmt):
+                    return True
+                break
         child: ast.AST = stmt
         for anc in ancestors(stmt):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -263,6 +263,12 @@ class Values:
         binding that only some paths make, an outer scope."""
         return self.tensors.values_of(expr, at)
 
+    def narrowed(self, expr: ast.expr, at: ast.AST) -> bool:
+        """Whether ``at`` lies in a branch that tests ``expr`` is a tensor
+        (``if isinstance(x, torch.Tensor):``, ``torch.is_tensor(x) and``)
+        with nothing in it writing to what ``expr`` reads."""
+        return isinstance(expr, _NARROWABLE) and _narrowed_to_tensor(expr, at, self.imports)
+
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
         which must be a node of this module's tree)."""
