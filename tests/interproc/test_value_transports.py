@@ -73,7 +73,7 @@ import torch.nn as nn
 
 class Net(nn.Module):
     def __init__(self):
-        super().__init__()
+        super(Net, self).__init__()  # passes the instance to a builtin
         self.fc = nn.Linear(4, 2)
         self.drop = nn.Dropout(0.5)
 

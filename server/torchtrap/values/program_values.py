@@ -176,6 +176,12 @@ def _may_switch(receiver: frozenset[Obj] | None, objs: frozenset[Obj]) -> bool:
     return any(obj in objs or not isinstance(obj, InstObj) for obj in receiver)
 
 
+# Builtins that cannot switch a module's mode.
+_INERT_BUILTINS = frozenset(
+    {"super", "isinstance", "type", "id", "print", "len", "hasattr", "repr", "str"}
+)
+
+
 def _mode_receivers(
     model: Model,
 ) -> tuple[list[frozenset[Obj] | None], list[frozenset[Obj]]]:
@@ -202,6 +208,8 @@ def _mode_receivers(
                 if switches:
                     receivers.append(analysis.values(func.value))
                     continue
+            if isinstance(func, ast.Name) and func.id in _INERT_BUILTINS:
+                continue  # `super(Net, self)`, `isinstance(m, nn.Module)`
             callees = analysis.values(func)
             if callees and all(isinstance(c, (FuncObj, BoundObj, ClassObj)) for c in callees):
                 continue  # project code: its own calls are walked here too
