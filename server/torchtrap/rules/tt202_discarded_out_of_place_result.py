@@ -187,7 +187,7 @@ class DiscardedOutOfPlaceResult(Rule):
                 continue
             if not isinstance(func, ast.Attribute) or name not in METHODS:
                 continue
-            if self._flag_method(stmt, call, func) and not self._purposeful(stmt):
+            if self._flag_method(stmt, call, func) and not self._purposeful(stmt, func.value):
                 yield self._method_finding(stmt, call, func)
 
     # -- detection ------------------------------------------------------------
@@ -214,9 +214,11 @@ class DiscardedOutOfPlaceResult(Rule):
         model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
         return model is None or not program_may_define(model, receiver, name)
 
-    @staticmethod
-    def _purposeful(stmt: ast.stmt) -> bool:
-        """Places where throwing the result away is the point."""
+    def _purposeful(self, stmt: ast.stmt, receiver: ast.expr | None = None) -> bool:
+        """Places where throwing the result away is the point. A test
+        probing a call (``x.cuda()``) needs no type test first: a branch
+        that makes sure it holds a tensor (``if isinstance(x, torch.Tensor):
+        x.to(dtype)``) means to convert it."""
         for function in ancestors(stmt):
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -224,7 +226,9 @@ class DiscardedOutOfPlaceResult(Rule):
             if lowered.lstrip("_").startswith("test") or any(
                 part in lowered for part in _PURPOSEFUL_FUNCTIONS
             ):
-                return True
+                if receiver is None or not self.ctx.values.narrowed(receiver, stmt):
+                    return True
+                break
         child: ast.AST = stmt
         for anc in ancestors(stmt):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

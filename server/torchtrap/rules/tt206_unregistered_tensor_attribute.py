@@ -11,6 +11,7 @@ from torchtrap.facts.index import enclosing_function, parent, walk, walk_scope
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
+from torchtrap.values.classes import is_module_class, remote_base_methods
 
 # Attributes frameworks read as plain tensors on purpose.
 _FRAMEWORK_ATTRIBUTES = frozenset({"example_input_array"})
@@ -124,7 +125,7 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             owner = parent(init)
             info = classes.get(owner.name) if isinstance(owner, ast.ClassDef) else None
-            if info is None or info.node is not owner or not classes.is_module(info):
+            if info is None or info.node is not owner or not self._module_class(info):
                 continue
             if any(m in info.methods for m in _HANDLES_ITS_TENSORS):
                 continue
@@ -145,6 +146,19 @@ class UnregisteredTensorAttribute(Rule):
                 continue
             recast = name in _recast_names(info)
             yield self._finding(init, stmt, target, value, container=container, recast=recast)
+
+    def _module_class(self, info: ClassInfo) -> bool:
+        """An nn.Module, also through a base another file of the project
+        defines (``class XDer(ContinualModel)``), whose bases there do not
+        handle their tensors themselves (``_apply``, ``state_dict``)."""
+        classes = self.ctx.facts.classes
+        if classes.is_module(info):
+            return True
+        ctx = self.ctx
+        if not is_module_class(info, classes, ctx.project, ctx.path):
+            return False
+        methods = remote_base_methods(info, classes, ctx.project, ctx.path)
+        return methods is not None and not methods & _HANDLES_ITS_TENSORS
 
     def _self_assignments(
         self,

@@ -21,6 +21,8 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.program import module_model
+from torchtrap.values.program_values import program_train_mode_classes
 from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -207,8 +209,13 @@ class MissingEval(Rule):
             name = f"self.{model.attr}"
         else:
             return None
-        if self.imports.qualname(model) is not None:
-            return None
+        qualname = self.imports.qualname(model)
+        if qualname is not None and (
+            qualname.startswith(_FOREIGN)
+            or not isinstance(model, ast.Name)
+            or enclosing_function(call) is not None
+        ):
+            return None  # a library call; a project global only in a script's top level
         block = grad_off_context(call, self.imports)
         if block is None or _is_shape_probe(call, self.imports):
             return None
@@ -248,11 +255,15 @@ class MissingEval(Rule):
                 return []
             local: list[Layer] = []
             local.extend(self.models.layers_of_constructor(origin.call))
+            if not local and isinstance(model, ast.Name) and function is None and depth == 0:
+                local.extend(self._global_layers(model))  # `net = build()`: what it returns
             if not local:
                 imported = self._imported_class(origin.call.func)
                 if imported is not None:
                     local.append(imported)
             return local
+        if isinstance(model, ast.Name) and function is None and depth == 0:
+            return self._global_layers(model)
         if not (isinstance(model, ast.Name) and function is not None):
             return []
         if self.ctx.values.parameter(model, at) is not function:
@@ -277,6 +288,16 @@ class MissingEval(Rule):
                 self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
             )
         return found
+
+    def _global_layers(self, model: ast.Name) -> list[Layer]:
+        """A script's model built elsewhere (``from model import model``,
+        built and trained there; a factory's result): the classes the
+        whole-program model says it holds, when nothing in the program may
+        switch it out of training mode."""
+        ctx = self.ctx
+        program = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+        classes = program_train_mode_classes(program, model) if program is not None else None
+        return [_Imported(model.id, qualname) for qualname in classes or ()]
 
     def _imported_class(self, func: ast.expr) -> _Imported | None:
         """``Net`` / ``models.Net`` imported from a module that may be in the

@@ -51,6 +51,10 @@ value as seen at another node) and gets a :class:`Value`:
     The expressions written to a name or ``self.attr`` that reach ``at``
     (for a rule that judges how a value was written, not what it holds);
     None when unknown.
+``ctx.values.narrowed(expr, at)``
+    ``at`` lies in a branch that tests ``expr`` is a tensor (``if
+    isinstance(x, torch.Tensor):``, ``torch.is_tensor(x) and ...``) and
+    nothing there writes to it; ``of`` answers TENSOR there already.
 ``ctx.values.binds`` / ``bound_before`` / ``mutated_after`` / ``shadowed``
     Names in scopes, for where a fix may go: the scope binds the name, a
     binding comes before the use, an in-place change comes after it, a

@@ -24,11 +24,12 @@ from torchtrap.facts.autograd import distribution_kind
 from torchtrap.facts.dataloaders import Workers
 from torchtrap.facts.devices import Cuda
 from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generator_family
-from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
 from torchtrap.facts.tensors import (
     TENSOR_METHODS,
+    TORCH_TENSOR_CLASSES,
     Binding,
     TensorFacts,
     shadowed,
@@ -258,6 +259,12 @@ class Values:
         binding that only some paths make, an outer scope."""
         return self.tensors.values_of(expr, at)
 
+    def narrowed(self, expr: ast.expr, at: ast.AST) -> bool:
+        """Whether ``at`` lies in a branch that tests ``expr`` is a tensor
+        (``if isinstance(x, torch.Tensor):``, ``torch.is_tensor(x) and``)
+        with nothing in it writing to what ``expr`` reads."""
+        return isinstance(expr, _NARROWABLE) and _narrowed_to_tensor(expr, at, self.imports)
+
     def of(self, expr: ast.expr, at: ast.AST | None = None) -> Value:
         """The value of ``expr`` as seen at ``at`` (default: ``expr`` itself,
         which must be a node of this module's tree)."""
@@ -270,6 +277,16 @@ class Values:
         return self._memo.answer((id(expr), id(at)), depth, self._eval_node, expr, at, depth)
 
     def _eval_node(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
+        value = self._eval_expr(expr, at, depth)
+        if (
+            value.kind is Kind.UNKNOWN
+            and isinstance(expr, _NARROWABLE)
+            and _narrowed_to_tensor(expr, at, self.imports)
+        ):
+            return tensor()  # `if isinstance(x, torch.Tensor): x.to(...)`
+        return value
+
+    def _eval_expr(self, expr: ast.expr, at: ast.AST, depth: int) -> Value:
         if isinstance(expr, ast.Call):
             return self._call(expr, at, depth)
         if isinstance(expr, ast.Name):
@@ -583,7 +600,12 @@ class Values:
             return UNKNOWN
         if base.kind is Kind.BATCH:
             return plain(base)  # batch["x"], batch[0]
-        return _keep(base)
+        kept = _keep(base)
+        prob = kept.probability
+        part = _part_of(index)
+        if prob is not None and not prob.scaled and prob.part is None and part is not None:
+            return replace(kept, probability=prob.derived(part=part))
+        return kept
 
     def _binop(self, expr: ast.BinOp, at: ast.AST, depth: int) -> Value:
         op = expr.op
@@ -779,6 +801,83 @@ def _alternatives(options: list[Value]) -> Value | None:
     )
 
 
+_NARROWABLE = (ast.Name, ast.Attribute, ast.Subscript)
+_IS_TENSOR = frozenset({"torch.is_tensor"})
+
+
+def _narrowed_to_tensor(expr: ast.expr, at: ast.AST, imports: ImportTable) -> bool:
+    """``expr`` seen at ``at`` inside ``if isinstance(expr, torch.Tensor):``
+    (or ``torch.is_tensor(expr)``, also as an operand of ``and`` before
+    ``at``), with nothing in that branch writing to what ``expr`` reads."""
+    shape = ast.dump(expr)
+    child: ast.AST = at
+    for anc in ancestors(at):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        tests: list[ast.expr] = []
+        in_if = isinstance(anc, ast.If) and child in anc.body
+        if in_if or (isinstance(anc, ast.IfExp) and child is anc.body):
+            tests = [anc.test]  # type: ignore[attr-defined]
+        elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And) and child in anc.values:
+            tests = anc.values[: anc.values.index(child)]
+        for test in tests:
+            if _tests_tensor(test, shape, imports) and not _writes(anc, expr):
+                return True
+        child = anc
+    return False
+
+
+def _tests_tensor(test: ast.expr, shape: str, imports: ImportTable) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_tests_tensor(v, shape, imports) for v in test.values)
+    if not isinstance(test, ast.Call) or test.keywords or not test.args:
+        return False
+    qualname = imports.qualname(test.func)
+    if qualname in _IS_TENSOR and len(test.args) == 1:
+        return ast.dump(test.args[0]) == shape
+    if not (isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
+        return False
+    if len(test.args) != 2 or ast.dump(test.args[0]) != shape:
+        return False
+    types = test.args[1]
+    options = types.elts if isinstance(types, ast.Tuple) else [types]
+    return bool(options) and all(imports.qualname(t) in TORCH_TENSOR_CLASSES for t in options)
+
+
+def _writes(branch: ast.AST, expr: ast.expr) -> bool:
+    """Whether ``branch`` (the ``if`` or the expression holding the use)
+    binds the name ``expr`` starts from, anywhere (a loop may run it
+    first), or, for ``x[k]``/``x.a``, writes through it or calls a method
+    of it (``x.update(...)``)."""
+    root: ast.expr = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return True
+    name = root.id
+    for node in ast.walk(branch):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if root is expr:
+            continue
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == name:
+                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            return True
+    return False
+
+
 def _both_branches(bindings: list[Binding], at: ast.AST) -> bool:
     """Some binding sits directly in the body and one in the ``else`` of
     one ``if`` that does not hold ``at``: every path through it binds."""
@@ -802,7 +901,32 @@ def _summed(value: Value, call: ast.Call, dim_at: int) -> Value:
     has_dim = len(call.args) > dim_at or _keyword(call, "dim") is not None
     if prob is not None and prob.scaled and has_dim:
         return replace(value, probability=prob.derived(scaled=False))
+    dim = call.args[dim_at] if len(call.args) > dim_at else _keyword(call, "dim")
+    if (
+        prob is not None
+        and prob.part is not None
+        and dim is not None
+        and _is_number(dim, prob.part)
+    ):
+        # `p[:, 1:].sum(1)`: the mass of some classes (1 - p[:, 0])
+        return replace(value, probability=prob.derived(part=None))
     return plain(value) if value.kind is Kind.TENSOR else UNKNOWN
+
+
+def _part_of(index: ast.expr) -> int | None:
+    """``p[:, 1:]``: the one dimension a slice with bounds cuts (1), when
+    every other dimension is whole (``:``); None otherwise."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    cut: int | None = None
+    for at, part in enumerate(parts):
+        if not isinstance(part, ast.Slice) or part.step is not None:
+            return None
+        if part.lower is None and part.upper is None:
+            continue
+        if cut is not None:
+            return None
+        cut = at
+    return cut
 
 
 def _keep(value: Value) -> Value:
@@ -814,8 +938,8 @@ def _keep(value: Value) -> Value:
     return replace(
         value,
         kind=Kind.TENSOR,
-        probability=prob.derived() if prob else None,
-        log_probability=logp.derived() if logp else None,
+        probability=prob.derived(part=None) if prob else None,
+        log_probability=logp.derived(part=None) if logp else None,
         output=None,
     )
 

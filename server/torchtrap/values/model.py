@@ -63,7 +63,10 @@ class Probability:
     argument there).
     ``scaled``: multiplied by another factor (``p * w``, ``p ** 2``): not a
     probability on its own, a probability again once summed over a
-    dimension (``(p * onehot).sum(1)``, a one-hot selection)."""
+    dimension (``(p * onehot).sum(1)``, a one-hot selection).
+    ``part``: the dimension a slice keeps only some entries of
+    (``p[:, 1:]``): summed over it, the mass of those classes, a
+    probability that underflows when the others take it all."""
 
     kind: str
     origin: ast.expr
@@ -74,6 +77,7 @@ class Probability:
     via: str | None = None
     scaled: bool = False
     passed: bool = False
+    part: int | None = None
 
     def derived(self, **changes: object) -> Probability:
         """The same probability one step further (``direct`` False unless given)."""

@@ -252,3 +252,75 @@ def program_worker_count(model: Model, call: ast.Call) -> str | None:
     if "some" in found:
         return "some"  # one call with workers makes the bug real there
     return "zero" if found == {"zero"} else None
+
+
+def program_train_mode_classes(model: Model, node: ast.expr) -> list[str] | None:
+    """The project module classes (qualified names) whose instances ``node``
+    holds on every path, when no call anywhere in the model may switch one
+    of them out of training mode (``m.eval()``, ``m.train(False)`` on a
+    value that holds one, or on a value the model cannot name); None
+    otherwise. A model built in another file and imported as a global."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return None
+    insts = [obj for obj in values if isinstance(obj, InstObj)]
+    if len(insts) != len(values) or not all(is_module(model.analysis, o) for o in insts):
+        return None
+    receivers, passed = _mode_receivers(model)
+    if any(_may_switch(recv, values) for recv in receivers):
+        return None
+    if any(values & arg for arg in passed):
+        return None  # handed to a library or unknown function, which may switch it
+    return sorted({obj.cls.qname for obj in insts})
+
+
+def _may_switch(receiver: frozenset[Obj] | None, objs: frozenset[Obj]) -> bool:
+    if receiver is None:
+        return True  # a receiver the model cannot name may be one of them
+    return any(obj in objs or not isinstance(obj, InstObj) for obj in receiver)
+
+
+# Builtins that cannot switch a module's mode.
+_INERT_BUILTINS = frozenset(
+    {"super", "isinstance", "type", "id", "print", "len", "hasattr", "repr", "str"}
+)
+
+
+def _mode_receivers(
+    model: Model,
+) -> tuple[list[frozenset[Obj] | None], list[frozenset[Obj]]]:
+    """What the receiver of every ``x.eval()`` / ``x.train(<arg>)`` call of
+    the model's modules holds, and what every argument of a call the model
+    cannot resolve to project code holds; found once per model."""
+    key = "mode receivers"
+    found = model.analysis.memo.get(key)
+    if found is not None:
+        return found
+    receivers: list[frozenset[Obj] | None] = []
+    passed: list[frozenset[Obj]] = []
+    analysis = model.analysis
+    for module in analysis.solver.program.modules.values():
+        for call in ast.walk(module.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                attr = func.attr
+                switches = (attr == "eval" and not call.args) or (
+                    attr == "train" and bool(call.args or call.keywords)
+                )
+                if switches:
+                    receivers.append(analysis.values(func.value))
+                    continue
+            if isinstance(func, ast.Name) and func.id in _INERT_BUILTINS:
+                continue  # `super(Net, self)`, `isinstance(m, nn.Module)`
+            callees = analysis.values(func)
+            if callees and all(isinstance(c, (FuncObj, BoundObj, ClassObj)) for c in callees):
+                continue  # project code: its own calls are walked here too
+            for arg in (*call.args, *(k.value for k in call.keywords)):
+                held = analysis.values(arg.value if isinstance(arg, ast.Starred) else arg)
+                if held:
+                    passed.append(held)
+    analysis.memo[key] = (receivers, passed)
+    return receivers, passed

@@ -1,0 +1,193 @@
+"""Transports of the value layer added for dev-corpus2's misses (branch
+``core2``), each with a near-miss twin: a value a rule needs that arrives
+through something the layer did not follow."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchtrap import cli
+
+
+def _lines(
+    tmp_path: Path, files: dict[str, str], code: str, capsys: pytest.CaptureFixture[str]
+) -> list[tuple[str, int]]:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for rel, source in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", code])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    return sorted((Path(f["path"]).name, f["range"]["start"]["line"]) for f in found)
+
+
+NARROWED = """\
+import torch
+import torch.nn as nn
+
+
+def move(x, m, batch, device):
+    if isinstance(x, torch.Tensor):
+        x.to(device)  # 7: a tensor in this branch
+    if torch.is_tensor(batch["img"]) and device is not None:
+        batch["img"].to(device)  # 9: the same expression, tested by torch.is_tensor
+    if isinstance(m, nn.Module):
+        m.to(device)  # a module converts itself
+    if isinstance(x, (list, torch.Tensor)):
+        x.to(device)  # a list or a tensor
+    if isinstance(x, torch.Tensor):
+        x = x.tolist()
+        x.to(device)  # re-bound in the branch
+    if not isinstance(x, torch.Tensor):
+        x.to(device)  # the other branch
+    if isinstance(batch["img"], torch.Tensor):
+        batch.update(img=None)
+        batch["img"].to(device)  # the dict changed in the branch
+
+
+def test_move(x, dtype):
+    x.to(dtype)  # a test probing the call
+    if isinstance(x, torch.Tensor):
+        x.to(dtype)  # 27: a test that makes sure it is a tensor means to convert it
+"""
+
+
+def test_isinstance_narrows_to_a_tensor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _lines(tmp_path, {"move.py": NARROWED}, "TT202", capsys) == [
+        ("move.py", 7),
+        ("move.py", 9),
+        ("move.py", 27),
+    ]
+
+
+NET = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()  # passes the instance to a builtin
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def build():
+    return Net()
+
+
+model = Net().to("cpu")
+for _ in range(3):
+    model(torch.randn(2, 4)).sum().backward()
+{switch}
+"""
+EVALUATE = """\
+import torch
+from train import model, build
+
+batch = torch.load("batch.pt")
+with torch.no_grad():
+    model(batch)  # 6: imported, trained there, never switched
+    built = build()
+    built(batch)  # 8: a factory's model, never switched
+"""
+
+
+@pytest.mark.parametrize(
+    ("switch", "expected"),
+    [
+        ("", [("evaluate.py", 6), ("evaluate.py", 8)]),
+        ("model.eval()", [("evaluate.py", 8)]),
+        ("def freeze(m):\n    m.train(False)\nfreeze(model)", [("evaluate.py", 8)]),
+        # handed to an unknown function; another instance of the factory switched
+        ("import helpers\nhelpers.switch(model)\nbuild().eval()", [("evaluate.py", 8)]),
+    ],
+)
+def test_a_script_model_built_in_another_file(
+    tmp_path: Path,
+    switch: str,
+    expected: list[tuple[str, int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = {"train.py": NET.format(switch=switch), "evaluate.py": EVALUATE}
+    assert _lines(tmp_path, files, "TT207", capsys) == expected
+
+
+BASE = """\
+import torch.nn as nn
+
+
+class Learner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+{extra}
+
+class Plain:
+    def __init__(self):
+        self.steps = 0
+"""
+DERIVED = """\
+import torch
+from base import Learner, Plain
+
+
+class Replay(Learner):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)  # 8: an nn.Module through a base in base.py
+
+
+class Counter(Plain):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(4)  # a plain class
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("", [("derived.py", 8)]),
+        ("    def _apply(self, fn):\n        return super()._apply(fn)\n", []),
+    ],
+)
+def test_a_module_class_through_a_base_in_another_file(
+    tmp_path: Path, extra: str, expected: list[tuple[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"base.py": BASE.format(extra=extra), "derived.py": DERIVED}
+    assert _lines(tmp_path, files, "TT206", capsys) == expected
+
+
+MASS = """\
+import torch
+import torch.nn.functional as F
+
+
+def losses(logits):
+    dist = torch.distributions.categorical.Categorical(logits=logits)
+    mass = torch.sum(dist.probs[:, 1:], dim=1)
+    a = -torch.log(mass)  # 8: the mass of classes 1.., 0 when class 0 takes it all
+    p = F.softmax(logits, dim=-1)
+    b = torch.log(p[:, 1:].sum(1))  # 10: the same as a method
+    c = torch.log(p.sum(1))  # every class: 1
+    d = torch.log(p[:, 1:].sum(0))  # summed over the batch, not the classes cut
+    e = torch.log(p[1:, :].sum(1))  # rows cut, every class: 1
+    f = torch.log(p[:, 1:].t().sum(1))  # transposed: the cut dimension moved
+    return a + b + c + d + e + f
+"""
+
+
+def test_the_sum_of_a_slice_of_a_probability_over_the_cut_dimension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"mass.py": MASS}, "TT201", capsys) == [("mass.py", 8), ("mass.py", 10)]
