@@ -122,3 +122,32 @@ def test_literal_check_agrees_with_literal_eval(text: str) -> None:
     except (ValueError, TypeError, SyntaxError):
         expected = False
     assert _is_literal(expr) is expected
+
+
+def test_no_module_calls_ast_dump() -> None:
+    # ast.dump formats through a recursive closure: each call is cyclic garbage
+    # (a TT103 example left 6 objects per lint). facts/shapes.shape compares.
+    package = ROOT / "server" / "torchtrap"
+    calls = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "ast.dump"
+    ]
+    assert calls == []
+
+
+def test_shape_tells_apart_what_ast_dump_tells_apart() -> None:
+    from torchtrap.facts.shapes import shape
+
+    sources = [
+        "a.b[c](d, *e, k=f)",
+        "a.b[c](d, *e, k=g)",
+        "x = [y for y in z if y]",
+        "x = [y for y in z]",
+    ]
+    sources += ["lambda q=1: q", "lambda q=2: q", "f'{a!r}'", "f'{a!s}'", "a.b", "a.b", "(a).b"]
+    trees = [ast.parse(source) for source in sources]
+    for one in trees:
+        for other in trees:
+            assert (shape(one) == shape(other)) == (ast.dump(one) == ast.dump(other))

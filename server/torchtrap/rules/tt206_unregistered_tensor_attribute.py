@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.classes import ClassInfo
 from torchtrap.facts.index import enclosing_function, parent, walk, walk_scope
+from torchtrap.facts.shapes import shape
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values import Kind
@@ -291,7 +292,7 @@ class UnregisteredTensorAttribute(Rule):
                 kw.arg is None for kw in item.keywords
             ):
                 return False
-            shapes.add(ast.dump(ast.Tuple(elts=item.args, ctx=ast.Load())))
+            shapes.add(shape(ast.Tuple(elts=item.args, ctx=ast.Load())))
         return len(shapes) == 1
 
     def _stacked_fix(self, stmt: ast.Assign | ast.AnnAssign, name: str, value: ast.expr) -> Fix:

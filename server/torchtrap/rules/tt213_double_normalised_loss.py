@@ -10,6 +10,7 @@ from typing import Literal
 
 from torchtrap.facts.index import enclosing_function, parent, walk_scope
 from torchtrap.facts.remote import same_file
+from torchtrap.facts.shapes import shape
 from torchtrap.findings import (
     Applicability,
     Edit,
@@ -337,7 +338,7 @@ class DoubleNormalisedLoss(Rule):
         if (
             isinstance(stmt, ast.Assign)
             and stmt.value is origin
-            and [ast.dump(t) for t in stmt.targets] == [ast.dump(_stored(inner))]
+            and [shape(t) for t in stmt.targets] == [shape(_stored(inner))]
             and stmt.end_lineno == stmt.lineno
             and source.line(stmt.lineno).strip() == source.segment(source.node_range(stmt))
         ):

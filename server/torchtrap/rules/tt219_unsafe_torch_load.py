@@ -10,6 +10,7 @@ from torchtrap.config import Requirement, declared_requirement
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, walk
 from torchtrap.facts.remote import MESSAGE_LIMIT
+from torchtrap.facts.shapes import shape
 from torchtrap.findings import Applicability, Finding, Fix, Severity, unsafe_title
 from torchtrap.fixes.edits import keyword_value_edit
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -491,7 +492,7 @@ def _path_key(expr: ast.expr, scope: list[ast.AST]) -> str:
         ]
         if opened:
             expr = opened[-1]
-    return dotted_name(expr) or ast.dump(expr)
+    return dotted_name(expr) or shape(expr)
 
 
 def _path_argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from torchtrap.facts.autograd import PARAMETER_CLASSES
 from torchtrap.facts.modules import enclosing_method, may_be_module, self_name
+from torchtrap.facts.shapes import shape
 from torchtrap.facts.tensors import words
 from torchtrap.findings import Applicability, Edit, Finding, Fix, Range, Severity
 from torchtrap.fixes import edits
@@ -156,8 +157,8 @@ class ParameterLostByMove(Rule):
             and not outer.keywords
             and isinstance(data, ast.Call)
         ):
-            target = ast.dump(outer.args[0])
-            return any(k.arg == "device" and ast.dump(k.value) == target for k in data.keywords)
+            target = shape(outer.args[0])
+            return any(k.arg == "device" and shape(k.value) == target for k in data.keywords)
         return False
 
     def _fresh_on_cpu(self, parameter: ast.Call) -> bool:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from torchtrap.facts.index import ancestors, enclosing_scope, parent
+from torchtrap.facts.shapes import shape
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
@@ -304,22 +305,22 @@ def _counted_next(stmt: ast.Expr, call: ast.Call) -> bool:
     i = next(k for k, s in enumerate(block) if s is stmt)
     if i + 1 >= len(block):
         return False
-    loaded = ast.dump(call.args[0])
-    model = ast.dump(call.func.value)
+    loaded = shape(call.args[0])
+    model = shape(call.func.value)
     nodes = list(ast.walk(block[i + 1]))
     counts_loaded = any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Name)
         and n.func.id == "len"
         and n.args
-        and ast.dump(n.args[0]) == loaded
+        and shape(n.args[0]) == loaded
         for n in nodes
     )
     reads_model = any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr == "state_dict"
-        and ast.dump(n.func.value) == model
+        and shape(n.func.value) == model
         for n in nodes
     )
     return counts_loaded and reads_model

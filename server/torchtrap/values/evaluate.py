@@ -27,6 +27,7 @@ from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generato
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
+from torchtrap.facts.shapes import shape
 from torchtrap.facts.tensors import (
     TENSOR_METHODS,
     TORCH_TENSOR_CLASSES,
@@ -809,7 +810,7 @@ def _narrowed_to_tensor(expr: ast.expr, at: ast.AST, imports: ImportTable) -> bo
     """``expr`` seen at ``at`` inside ``if isinstance(expr, torch.Tensor):``
     (or ``torch.is_tensor(expr)``, also as an operand of ``and`` before
     ``at``), with nothing in that branch writing to what ``expr`` reads."""
-    shape = ast.dump(expr)
+    wanted = shape(expr)
     child: ast.AST = at
     for anc in ancestors(at):
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -821,23 +822,23 @@ def _narrowed_to_tensor(expr: ast.expr, at: ast.AST, imports: ImportTable) -> bo
         elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And) and child in anc.values:
             tests = anc.values[: anc.values.index(child)]
         for test in tests:
-            if _tests_tensor(test, shape, imports) and not _writes(anc, expr):
+            if _tests_tensor(test, wanted, imports) and not _writes(anc, expr):
                 return True
         child = anc
     return False
 
 
-def _tests_tensor(test: ast.expr, shape: str, imports: ImportTable) -> bool:
+def _tests_tensor(test: ast.expr, wanted: str, imports: ImportTable) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_tests_tensor(v, shape, imports) for v in test.values)
+        return any(_tests_tensor(v, wanted, imports) for v in test.values)
     if not isinstance(test, ast.Call) or test.keywords or not test.args:
         return False
     qualname = imports.qualname(test.func)
     if qualname in _IS_TENSOR and len(test.args) == 1:
-        return ast.dump(test.args[0]) == shape
+        return shape(test.args[0]) == wanted
     if not (isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
         return False
-    if len(test.args) != 2 or ast.dump(test.args[0]) != shape:
+    if len(test.args) != 2 or shape(test.args[0]) != wanted:
         return False
     types = test.args[1]
     options = types.elts if isinstance(types, ast.Tuple) else [types]
@@ -974,7 +975,7 @@ def _normalises(expr: ast.BinOp) -> bool:
     keepdim = _keyword(right, "keepdim")
     if not (isinstance(keepdim, ast.Constant) and keepdim.value is True):
         return False
-    return ast.dump(right.func.value) == ast.dump(expr.left)
+    return shape(right.func.value) == shape(expr.left)
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
