@@ -1581,18 +1581,19 @@ async function main() {
       await page.keyboard.press('Control+Shift+K'); // delete the typed line again
       await saveUntil(path.join(ws, EVAL_FILE), (t) => t === EVAL_TEXT, () => `${EVAL_FILE} back to its text: ${fs.readFileSync(path.join(ws, EVAL_FILE), 'utf8')}`);
 
-      // Issue 35 item 10: while the file does not parse, its last findings stay and move with the edit:
-      // two lines pasted above (the first unfinished) move the TT201 down two lines.
+      // Issue 35 item 10: while the file does not parse, its last findings stay and move with
+      // their lines: an unfinished line pasted at the start of the TT201's line moves it down one
+      // (it was dropped, as if its line had been edited).
       const evalTT201 = (expected[EVAL_FILE] ?? []).find((f) => f.code === 'TT201');
       if (!evalTT201) {
         throw new Error(`the CLI reports no TT201 in ${EVAL_FILE}`);
       }
       await expectRows(EVAL_FILE, `TT201@${evalTT201.line}`, 'TT201', 30_000);
-      await vs.goTo(1, 1);
-      await page.evaluate((t) => navigator.clipboard.writeText(t), 'x = (\n\n');
+      await vs.goTo(evalTT201.line, 1);
+      await page.evaluate((t) => navigator.clipboard.writeText(t), 'x = (\n');
       await page.keyboard.press('Control+V');
       await page.locator('.part.editor .view-line', { hasText: 'x = (' }).first().waitFor({ timeout: 10_000 });
-      await expectRows(EVAL_FILE, `TT201@${evalTT201.line + 2}`, 'TT201', 30_000);
+      await expectRows(EVAL_FILE, `TT201@${evalTT201.line + 1}`, 'TT201', 30_000);
       await shot('r3-syntax-error-lines', ['.part.editor', '.part.panel']);
       await vs.runCommand('File: Revert File');
       await expectRows(EVAL_FILE, `TT201@${evalTT201.line}`, 'TT201', 30_000);
