@@ -769,6 +769,10 @@ async function main() {
       const y = Math.max(0, Math.min(...boxes.map((b) => b.y)) - pad);
       const right = Math.min(view.width, Math.max(...boxes.map((b) => b.x + b.width)) + pad);
       const bottom = Math.min(view.height, Math.max(...boxes.map((b) => b.y + b.height)) + pad);
+      // The pointer off the tabs (their path tooltip covers the breadcrumbs): on the empty
+      // part of the activity bar.
+      await page.mouse.move(24, Math.round(view.height * 0.6));
+      await sleep(200);
       const file = path.join(ARTIFACTS, `${name}.png`);
       await page.screenshot({ path: file, ...(boxes.length ? { clip: { x, y, width: right - x, height: bottom - y } } : {}) });
       log(`screenshot ${name}.png: ${(fs.statSync(file).size / 1024).toFixed(0)} KiB`);
