@@ -9,6 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from tests.lsp.lsp_harness import Harness, edits_by_uri, session
+from torchtrap.lsp.notebooks import SELECTOR
 
 
 @dataclass
@@ -268,6 +269,15 @@ async def test_syntax_errors_are_hidden_by_default(root: Path) -> None:
         version = nb.set_text(0, "danger(0)\nfor epoch in range(3):")
         # No TT000 squiggle while the block has no body; the finding stays.
         assert [d.code for d in await h.diagnostics(nb.uri_of(0), version)] == ["TT901"]
+
+
+def test_the_selector_syncs_the_cells_jupyter_counts() -> None:
+    """VS Code's client sends only the cells the selector names: without the
+    markdown and raw cells, "cell 3" of Jupyter and the CLI was "cell 2" in
+    VS Code's Problems panel (seen in the e2e)."""
+    for selector in SELECTOR.notebook_selector:
+        assert isinstance(selector, types.NotebookDocumentFilterWithCells)
+        assert {c.language for c in selector.cells} == {"python", "markdown", "raw"}
 
 
 async def test_problems_rows_name_the_cell(root: Path) -> None:

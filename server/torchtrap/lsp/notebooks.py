@@ -15,10 +15,17 @@ from pygls.uris import to_fs_path
 
 from torchtrap.lsp.documents import DocumentStore, LineShift
 
+# VS Code's client syncs only the cells the selector names: markdown and raw
+# cells are named too, so that a message's cell number counts them as Jupyter
+# and `torchtrap check` do ("cell 3"); only the Python code cells are linted.
 SELECTOR = types.NotebookDocumentSyncOptions(
     notebook_selector=[
         types.NotebookDocumentFilterWithCells(
-            notebook=notebook_type, cells=[types.NotebookCellLanguage(language="python")]
+            notebook=notebook_type,
+            cells=[
+                types.NotebookCellLanguage(language=language)
+                for language in ("python", "markdown", "raw")
+            ],
         )
         for notebook_type in ("jupyter-notebook", "interactive")
     ],
