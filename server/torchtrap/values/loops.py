@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from torchtrap.facts.autograd import grad_off_context
-from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
 from torchtrap.facts.modules import MODULE_WRAPPERS
 from torchtrap.facts.optim import is_scheduler_constructor
@@ -723,9 +723,15 @@ class LoopFacts:
         if reach is None or not reach.complete:
             return False
         return all(
-            b.annotation is not None and self.imports.qualname(b.annotation) in qualnames
+            b.annotation is not None
+            and self.imports.qualname(_unwrap_optional(b.annotation, self.imports)) in qualnames
             for b in reach.bindings
         )
+
+    def annotated_scaler(self, ref: Ref) -> bool:
+        """A name annotated ``GradScaler`` (``Optional[GradScaler]`` too): a
+        parameter the caller gives as one."""
+        return self._annotated(ref, tuple(GRAD_SCALERS))
 
     def is_clip(self, call: ast.Call) -> bool:
         return self.imports.qualname(call.func) in CLIP_FUNCTIONS
@@ -1087,6 +1093,23 @@ def _arguments(function: Function, call: ast.Call) -> dict[str, ast.expr]:
         if kw.arg is not None:
             out[kw.arg] = kw.value
     return out
+
+
+def _unwrap_optional(annotation: ast.expr, imports: ImportTable) -> ast.expr:
+    """``X`` of ``Optional[X]`` and ``X | None``; the annotation otherwise."""
+    if isinstance(annotation, ast.Subscript) and imports.qualname(annotation.value) in (
+        "typing.Optional",
+        "typing_extensions.Optional",
+    ):
+        return annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        for side, other in (
+            (annotation.left, annotation.right),
+            (annotation.right, annotation.left),
+        ):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return side
+    return annotation
 
 
 def _builtin_iter(call: ast.Call, facts: LoopFacts) -> bool:
