@@ -39,7 +39,7 @@ from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
 from torchtrap.values.program import Model, module_model
-from torchtrap.values.program_values import program_callee
+from torchtrap.values.program_values import program_callee, program_train_mode_layers
 
 if TYPE_CHECKING:
     from torchtrap.values.evaluate import Values
@@ -280,15 +280,30 @@ class LoopFacts:
         found = self._foreign.get(id(_root(node)))
         return found[0] if found is not None else None
 
-    def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
+    def program(self) -> Model | None:
+        """The whole-program model of this file, its imports and importers
+        (built once, on the first question the file alone cannot answer)."""
         if self._model is None:
             values = self._values()
             ctx = values._ctx() if values is not None else None
             if ctx is None:
                 return None
             self._model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree) or False
-        if self._model is False:
+        return self._model or None
+
+    def train_mode_layers(self, ref: Ref) -> bool | None:
+        """Does the module ``ref`` holds have Dropout/BatchNorm, as the
+        whole-program model sees it (a class defined in another file)? None
+        when not known."""
+        if id(_root(ref.expr)) in self._foreign:
             return None
+        model = self.program()
+        return program_train_mode_layers(model, ref.expr) if model is not None else None
+
+    def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
+        if self.program() is None:
+            return None
+        assert self._model
         func = program_callee(self._model, call, own)
         if func is None or isinstance(func.node, ast.Lambda):
             return None
