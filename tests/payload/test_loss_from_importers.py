@@ -103,3 +103,36 @@ def test_a_data_parallel_wrapper_near_miss(
 ) -> None:
     model = MODEL.format(last="LogSoftmax(dim=1)")
     assert _lines(tmp_path, capsys, model=model, step=WRAPPED.format(loss="NLLLoss")) == []
+
+
+SEQUENTIAL = """\
+import torch.nn as nn
+
+
+class CharCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 3), {last})
+
+    def add_loss_op(self, loss_op):
+        self.loss_op = loss_op
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def run_epoch(self, batches):
+        for x, y in batches:
+            loss = self.loss_op(self.__call__(x), y)
+            loss.backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("last", "expected"), [("nn.Softmax()", ["model.py:17"]), ("nn.ReLU()", [])]
+)
+def test_a_sequential_that_ends_in_softmax(
+    tmp_path: Path, last: str, expected: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = SEQUENTIAL.format(last=last)
+    train = TRAIN.format(loss="CrossEntropyLoss").replace("TextCNN", "CharCNN")
+    assert _lines(tmp_path, capsys, model=model, train=train) == expected

@@ -22,6 +22,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import is_module
+from torchtrap.core.solver import SEQUENTIALS
 from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
@@ -51,12 +52,20 @@ def program_probability(model: Model, node: ast.expr) -> ProgramProbability | No
     values = model.analysis.values(twin)
     if not values:
         return None
-    found = [_probability(obj, MAX_KEEP_STEPS) for obj in values]
+    # Calling a library `Sequential` gives its chain's output and an opaque
+    # value for the call itself: the chain says what comes out.
+    chained = [o for o in values if not _sequential_call(o)]
+    found = [_probability(obj, MAX_KEEP_STEPS) for obj in chained or values]
     if any(f is None for f in found):
         return None  # a value that is not a probability on some path
     kinds = {f.kind for f in found if f is not None}
     first = found[0]
     return first if len(kinds) == 1 else None
+
+
+def _sequential_call(obj: Obj) -> bool:
+    callee = obj.callee if isinstance(obj, ExtCallObj) else None
+    return isinstance(callee, ExtCallObj) and callee.type_name in SEQUENTIALS and bool(callee.args)
 
 
 def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
