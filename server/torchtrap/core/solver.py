@@ -52,6 +52,16 @@ MODULE_SELF_METHODS = frozenset(
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+# Wrappers whose call runs the wrapped module's `forward` with the same arguments.
+WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
 PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # Readers of a config file (a handle, or a path for the last ones): the model reads the file.
 CONFIG_READERS = frozenset(
@@ -594,7 +604,14 @@ class Solver:
                     return (value,)
                 return (self.bound(value, inst),)
             if isinstance(value, ExternalObj) and not via_class:
-                return (self.ext_attr(inst, value.name.rsplit(".", 1)[-1], value.name),)
+                attr = value.name.rsplit(".", 1)[-1]
+                if (
+                    attr == "__call__"
+                    and isinstance(inst, InstObj)
+                    and self.is_module_like(inst.cls)
+                ):
+                    return (inst,)  # `self.__call__(x)` runs `forward`, as `self(x)` does
+                return (self.ext_attr(inst, attr, value.name),)
             return (value,)
 
         return bind
@@ -1078,6 +1095,10 @@ class Solver:
         if obj.type_name in SEQUENTIALS and cs.args:
             self.edge(cs.args[0][0], self.key("seq", obj, 0))
             self.edge(self._sequence(obj, cs), cs.dst)
+        if obj.type_name in WRAPPERS and obj.args:
+            # `nn.DataParallel(net)(x)` is `net(x)`: its output, not a library value.
+            self.call(obj.args[0], cs)
+            return
         self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _sequence(self, obj: ExtCallObj, cs: CallSite) -> int:

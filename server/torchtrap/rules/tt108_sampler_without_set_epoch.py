@@ -15,7 +15,16 @@ from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
-from torchtrap.values.loops import CALL, ITERATE, SET_EPOCH, Event, Loop, LoopFacts, Ref
+from torchtrap.values.loops import (
+    CALL,
+    ITERATE,
+    SET_EPOCH,
+    Event,
+    Loop,
+    LoopFacts,
+    Ref,
+    Sampler,
+)
 
 # DistributedSampler(dataset, num_replicas, rank, shuffle, seed, drop_last)
 _SHUFFLE_POSITION = 3
@@ -50,7 +59,11 @@ class SamplerWithoutSetEpoch(Rule):
     epoch loop calls `set_epoch` (on the sampler, `loader.sampler`,
     `loader.batch_sampler.sampler`, or in a helper of this file that the
     loop calls). The loader may be built in the loop, before it, as
-    `self.loader`, or passed to the function by its callers in this file.
+    `self.loader`, or passed to the function by its callers in this file;
+    the loop may be a `for` over it or an `iter(loader)` each epoch. The
+    finding is on the `DistributedSampler(...)` call (a sampler returned by
+    a helper of this file, `data_sampler(ds, shuffle=True, distributed=d)`,
+    counts, with the helper's arguments), naming the epoch loop's pass.
 
     Silent for `shuffle=False` (or any value that is not evidently true),
     when `set_epoch` is called in the epoch loop (on anything), when some
@@ -139,6 +152,9 @@ class SamplerWithoutSetEpoch(Rule):
                 if elsewhere:
                     continue  # another function sets the epoch: it may run every epoch
                 seen.add(id(event.node))
+                if id(sampled.sampler) in seen:
+                    continue
+                seen.add(id(sampled.sampler))
                 yield self._finding(loop, event, sampled, before)
 
     def _sampled(self, loops: LoopFacts, loader: Ref) -> _Sampled | None:
@@ -186,8 +202,12 @@ class SamplerWithoutSetEpoch(Rule):
         if sampler is None or not _shuffles(sampler):
             return None
         values = loops.values(ref) or []
-        conditional = len(values) > 1 or any(isinstance(v, ast.IfExp) for v, _ in values)
-        return _Sampled(call, sampler, expr, through_batch, conditional)
+        conditional = (
+            sampler.alternatives
+            or len(values) > 1
+            or any(isinstance(v, ast.IfExp) for v, _ in values)
+        )
+        return _Sampled(call, sampler.call, expr, through_batch, conditional)
 
     def _evaluation(self, loops: LoopFacts, iteration: Event) -> bool:
         """The loop over the loader evaluates: it runs with grad off
@@ -224,16 +244,21 @@ class SamplerWithoutSetEpoch(Rule):
             )
         else:
             candidates = (
-                f"{loader} DistributedSampler never gets `set_epoch()` in this loop: "
+                f"{loader} DistributedSampler never gets `set_epoch()` in the epoch loop: "
                 "every epoch sees the same order",
                 "the DistributedSampler never gets `set_epoch()` here: every epoch sees the "
                 "same order",
             )
         message = next((m for m in candidates if len(m) <= MESSAGE_LIMIT), candidates[-1])
-        related = [self.ctx.related(sampled.sampler, "the DistributedSampler (shuffles by epoch)")]
         fixes = self._fixes(loop, iteration, sampled)
-        node = iteration.via[0] if iteration.via else iteration.node.iter  # type: ignore[attr-defined]
-        return self.finding(node, message, fixes=fixes, related=related)
+        node = iteration.via[0] if iteration.via else iteration.node
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            node = node.iter
+        # At the sampler, where the order is decided (and where one sampler
+        # iterated by several loops is one finding); the epoch loop's pass is
+        # the related row.
+        related = [self.ctx.related(node, "a new pass every epoch, without `set_epoch()`")]
+        return self.finding(sampled.sampler, message, fixes=fixes, related=related)
 
     def _fixes(self, loop: Loop, iteration: Event, sampled: _Sampled) -> list[Fix]:
         if not (
@@ -423,6 +448,78 @@ class SamplerWithoutSetEpoch(Rule):
             """,
             note="an evaluation after model.eval(), no backward: order does not matter",
         ),
+        Valid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def main(data, model, optimizer, epochs):
+                loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=True))
+                for epoch in range(epochs):
+                    loader.sampler.set_epoch(epoch)
+                    batches = iter(loader)
+                    for step in range(len(loader)):
+                        model(next(batches)).sum().backward()
+                        optimizer.step()
+            """,
+            note="`iter(loader)` every epoch, after `loader.sampler.set_epoch(epoch)`",
+        ),
+        Valid(
+            """
+            import torch.utils.data as data
+
+            def data_sampler(dataset, shuffle, distributed):
+                if distributed:
+                    return data.distributed.DistributedSampler(dataset, shuffle=shuffle)
+                if shuffle:
+                    return data.RandomSampler(dataset)
+                return data.SequentialSampler(dataset)
+
+            def main(dataset, distributed, epochs):
+                loader = data.DataLoader(
+                    dataset, sampler=data_sampler(dataset, shuffle=False, distributed=distributed)
+                )
+                for epoch in range(epochs):
+                    for batch in loader:
+                        pass
+            """,
+            note="a sampler helper called with `shuffle=False`",
+        ),
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            class Trainer:
+                def __init__(self, steps, data_loader, sampler, model):
+                    self.steps = steps
+                    self.data_loader = data_loader
+                    self.sampler = sampler
+                    self.model = model
+
+                def run(self):
+                    while self.steps < 100:
+                        self._train_epoch()
+
+                def _train_epoch(self):
+                    for batch in self.data_loader["train"]:
+                        self.model(batch).sum().backward()
+                        self.steps += 1
+                    if self.sampler["train"] is not None:
+                        self.sampler["train"].set_epoch(self.steps)
+
+            def main(args, dataset, model):
+                train_sampler = None
+                if args.distributed:
+                    train_sampler = DistributedSampler(dataset=dataset["train"], shuffle=True)
+                data_loader = {
+                    "train": DataLoader(dataset=dataset["train"], sampler=train_sampler),
+                    "dev": DataLoader(dataset=dataset["dev"]),
+                }
+                sampler = {"train": train_sampler}
+                Trainer(steps=0, data_loader=data_loader, sampler=sampler, model=model).run()
+            """,
+            note="the sampler dict kept by the trainer; `set_epoch` after every pass",
+        ),
     )
     invalid = (
         Invalid(
@@ -436,7 +533,7 @@ class SamplerWithoutSetEpoch(Rule):
                     for batch in loader:
                         pass
             """,
-            line=8,
+            line=5,
             message_contains="every epoch sees the same order",
             fixed="""
             from torch.utils.data import DataLoader, DistributedSampler
@@ -467,7 +564,7 @@ class SamplerWithoutSetEpoch(Rule):
                         for step, batch in enumerate(self.loader):
                             pass
             """,
-            line=14,
+            line=8,
             note="through `batch_sampler=BatchSampler(sampler)`, as `self.loader`",
             fixed="""
             import torch
@@ -504,7 +601,7 @@ class SamplerWithoutSetEpoch(Rule):
                     train_one_epoch(loader, model)
                     epoch += 1
             """,
-            line=14,
+            line=9,
             message_contains="runs once, before the loop",
             note="the iteration in a helper; set_epoch only once; a while loop (no fix)",
         ),
@@ -523,7 +620,7 @@ class SamplerWithoutSetEpoch(Rule):
                     for batch in loader:
                         pass
             """,
-            line=12,
+            line=6,
             note="distributed only when a flag is set: the fix guards the call",
             fixed="""
             from torch.utils.data import DataLoader
@@ -562,16 +659,102 @@ class SamplerWithoutSetEpoch(Rule):
             message_contains="the loader's DistributedSampler never gets `set_epoch()`",
             note="near miss of the rebuilt validation loader: the training loader, rebuilt",
         ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def main(data, model, optimizer, epochs):
+                loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=True))
+                for epoch in range(epochs):
+                    batches = iter(loader)
+                    for step in range(len(loader)):
+                        model(next(batches)).sum().backward()
+                        optimizer.step()
+            """,
+            line=5,
+            note="a new iterator every epoch (`iter(loader)`, then `next`)",
+            fixed="""
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def main(data, model, optimizer, epochs):
+                loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=True))
+                for epoch in range(epochs):
+                    loader.sampler.set_epoch(epoch)
+                    batches = iter(loader)
+                    for step in range(len(loader)):
+                        model(next(batches)).sum().backward()
+                        optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            import torch.utils.data as data
+
+            def data_sampler(dataset, shuffle, distributed):
+                if distributed:
+                    return data.distributed.DistributedSampler(dataset, shuffle=shuffle)
+                if shuffle:
+                    return data.RandomSampler(dataset)
+                return data.SequentialSampler(dataset)
+
+            def sample_data(loader):
+                while True:
+                    for batch in loader:
+                        yield batch
+
+            def main(dataset, distributed, steps):
+                loader = data.DataLoader(
+                    dataset, sampler=data_sampler(dataset, shuffle=True, distributed=distributed)
+                )
+                batches = sample_data(loader)
+                for step in range(steps):
+                    next(batches)
+            """,
+            line=6,
+            note="a sampler helper of this file, called with `shuffle=True`; an endless pass",
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            class Trainer:
+                def __init__(self, steps, data_loader, sampler, model):
+                    self.steps = steps
+                    self.data_loader = data_loader
+                    self.sampler = sampler
+                    self.model = model
+
+                def run(self):
+                    while self.steps < 100:
+                        self._train_epoch()
+
+                def _train_epoch(self):
+                    for batch in self.data_loader["train"]:
+                        self.model(batch).sum().backward()
+                        self.steps += 1
+
+            def main(args, dataset, model):
+                train_sampler = None
+                if args.distributed:
+                    train_sampler = DistributedSampler(dataset=dataset["train"], shuffle=True)
+                data_loader = {
+                    "train": DataLoader(dataset=dataset["train"], sampler=train_sampler),
+                    "dev": DataLoader(dataset=dataset["dev"]),
+                }
+                sampler = {"train": train_sampler}
+                Trainer(steps=0, data_loader=data_loader, sampler=sampler, model=model).run()
+            """,
+            line=24,
+            note="the loaders in a dict given to a trainer's constructor, iterated as "
+            '`self.data_loader["train"]`',
+        ),
     )
 
 
-def _shuffles(sampler: ast.Call) -> bool:
-    value: ast.expr | None = next(
-        (kw.value for kw in sampler.keywords if kw.arg == "shuffle"), None
-    )
-    if value is None and len(sampler.args) > _SHUFFLE_POSITION:
-        value = sampler.args[_SHUFFLE_POSITION]
-    if any(kw.arg is None for kw in sampler.keywords):
+def _shuffles(sampler: Sampler) -> bool:
+    value = sampler.argument("shuffle", _SHUFFLE_POSITION)
+    if any(kw.arg is None for kw in sampler.call.keywords):
         return False  # **kwargs may turn it off
     return value is None or (isinstance(value, ast.Constant) and value.value is True)
 

@@ -35,14 +35,16 @@ class TrainModeNotRestored(Rule):
     top of the epoch, in the training function, after the evaluation), when
     the evaluator restores the previous mode (`model.train(was_training)`),
     for `eval()` on another object (a copy, an EMA model, a frozen
-    teacher), for models whose class (defined in this file) has neither
+    teacher), for models whose class (defined in this file, or in another
+    file the whole-program model reads, submodules included) has neither
     Dropout nor BatchNorm, for a module switched to eval mode on every step
     next to the training code (a frozen part), for a model whose forward in
     the training step is detached (`self.encoder(obs).detach()`: a frozen
     pretrained encoder kept in eval mode on purpose), for an evaluation inside a
     context manager that restores the mode (detectron2's
     `inference_context`), and in Lightning or HF `Trainer` classes. A model
-    whose layers this file does not show is reported at information level.
+    whose layers neither this file nor the model shows is reported at
+    information level.
 
     `torchtrap run` reports an `optimizer.step()` after a forward pass in
     which Dropout/BatchNorm ran in eval mode and every module holding the
@@ -119,6 +121,8 @@ class TrainModeNotRestored(Rule):
                 if step is None:
                     continue
                 layers = self._layers(event.receiver)
+                if layers is None:
+                    layers = loops.train_mode_layers(event.receiver)
                 if layers is False:
                     continue
                 seen.add(id(event.node))

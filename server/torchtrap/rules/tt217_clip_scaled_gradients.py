@@ -10,6 +10,7 @@ from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.assumptions import Assumption
 from torchtrap.values.loops import BACKWARD, CALL, CLIP, STEP, UNSCALE, Event, LoopFacts, Ref
 
 
@@ -24,6 +25,11 @@ class ClipScaledGradients(Rule):
     in this file (also as `self.scaler`). The steps may sit in helper
     functions of the same file. A scaler that is on only when a flag is set
     (`GradScaler(enabled=args.amp)`) still counts: the message names the flag.
+    A function given the scaler as a parameter annotated `GradScaler` (also
+    `Optional[GradScaler]`), whose caller did the scaled backward, that clips
+    before `scaler.step(optimizer)` is reported at information level: it
+    holds if its callers do not unscale first (no fix: the scaler may be
+    `None` there).
 
     Silent when `unscale_` comes first, when there is no scaler on that path
     (or it is built with `enabled=False`), when the scaler is not evidently a
@@ -107,8 +113,68 @@ class ClipScaledGradients(Rule):
             for depth, clip, finding in self._check_events(loops, events):
                 if id(clip) not in best or depth < best[id(clip)][0]:
                     best[id(clip)] = (depth, finding)
+        for function in self.ctx.facts.index.of(ast.FunctionDef):
+            if id(function) in scopes or not _scaler_parameters(function):
+                continue
+            events = loops.function_events(function)
+            for clip, finding in self._given_scaler(loops, function, events):
+                if id(clip) not in best:
+                    best[id(clip)] = (0, finding)
         for _, finding in sorted(best.values(), key=lambda b: b[1].range.start):
             yield finding
+
+    def _given_scaler(
+        self, loops: LoopFacts, function: ast.FunctionDef, events: list[Event]
+    ) -> Iterable[tuple[ast.AST, Finding]]:
+        """A function handed a `GradScaler` (its parameter annotated so) whose
+        caller backpropagated through it: a clip before `scaler.step(opt)`
+        with no `unscale_` first (returnn's `Updater.step(grad_scaler=...)`)."""
+        for j, clip in enumerate(events):
+            if clip.kind != CLIP or loops.in_framework(clip.node):
+                continue
+            before = events[:j]
+            if any(e.kind in (BACKWARD, UNSCALE) for e in before):
+                continue  # the scaled backward is here: the rule's main path
+            step = next(
+                (
+                    e
+                    for e in events[j + 1 :]
+                    if e.kind == STEP
+                    and e.args
+                    and e.receiver is not None
+                    and isinstance(e.receiver.expr, ast.Name)
+                    and e.receiver.expr.id in _scaler_parameters(function)
+                    and loops.annotated_scaler(e.receiver)
+                ),
+                None,
+            )
+            if step is None or step.receiver is None:
+                continue
+            scaler, optimizer = step.receiver, step.args[0]
+            if any(_may_unscale(e, scaler, optimizer) for e in before):
+                continue
+            name = scaler.key
+            phrase = f"if the callers do not call `{name}.unscale_()` first"
+            args = function.args
+            parameter = next(
+                a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == name
+            )
+            assumption = Assumption(
+                phrase, parameter, f"`{name}` is given as a `GradScaler`: what it steps is scaled"
+            )
+            call = clip.node
+            assert isinstance(call, ast.Call)
+            func = ast.unparse(call.func).rsplit(".", 1)[-1]
+            threshold = "max_norm" if "norm" in func else "clip_value"
+            candidates = (
+                f"`{func}` sees gradients scaled by `{name}` {phrase}: "
+                f"they end up clipped to {threshold}/65,536",
+                f"`{func}` sees gradients scaled 65,536x {phrase}",
+            )
+            message = next((m for m in candidates if len(m) <= MESSAGE_LIMIT), candidates[-1])
+            # No fix: the scaler may be None here (`Optional`), and a second
+            # clip before the same step must not unscale twice.
+            yield call, self.finding(call, message, assumption=assumption)
 
     def _check_events(
         self, loops: LoopFacts, events: list[Event]
@@ -343,8 +409,59 @@ class ClipScaledGradients(Rule):
             """,
             note="no step follows the clip before the next backward (a different mistake)",
         ),
+        Valid(
+            """
+            from typing import Optional
+
+            import torch
+
+            class Updater:
+                def __init__(self, network, optimizer, clip):
+                    self.network = network
+                    self.optimizer = optimizer
+                    self.clip = clip
+
+                def step(self, *, grad_scaler: Optional[torch.cuda.amp.GradScaler] = None):
+                    if self.clip:
+                        if grad_scaler is not None:
+                            grad_scaler.unscale_(self.optimizer)
+                        torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.clip)
+                    if grad_scaler is not None:
+                        grad_scaler.step(self.optimizer)
+                        grad_scaler.update()
+                    else:
+                        self.optimizer.step()
+            """,
+            note="a `GradScaler` given by the caller, unscaled before the clip",
+        ),
     )
+
     invalid = (
+        Invalid(
+            """
+            from typing import Optional
+
+            import torch
+
+            class Updater:
+                def __init__(self, network, optimizer, clip):
+                    self.network = network
+                    self.optimizer = optimizer
+                    self.clip = clip
+
+                def step(self, *, grad_scaler: Optional[torch.cuda.amp.GradScaler] = None):
+                    if self.clip:
+                        torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.clip)
+                    if grad_scaler is not None:
+                        grad_scaler.step(self.optimizer)
+                        grad_scaler.update()
+                    else:
+                        self.optimizer.step()
+            """,
+            line=14,
+            message_contains="if the callers do not call `grad_scaler.unscale_()` first",
+            note="the scaler given as a parameter annotated `GradScaler` (returnn's Updater)",
+        ),
         Invalid(
             """
             import torch
@@ -476,6 +593,17 @@ class ClipScaledGradients(Rule):
 
 def _same(ref: Ref | None, other: Ref) -> bool:
     return ref is not None and ref.key is not None and ref.key == other.key
+
+
+def _scaler_parameters(function: ast.FunctionDef) -> set[str]:
+    """Parameters whose annotation names a GradScaler (checked by the value
+    layer; this is the cheap filter)."""
+    args = function.args
+    return {
+        a.arg
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        if a.annotation is not None and "GradScaler" in ast.unparse(a.annotation)
+    }
 
 
 def _may_unscale(event: Event, scaler: Ref, optimizer: Ref) -> bool:

@@ -30,11 +30,13 @@ REGISTERING = frozenset(
 _REGISTER_CALLS = frozenset(
     {"add_module", "register_module", "register_parameter", "register_buffer", "setattr"}
 )
-# A class that overrides these collects or moves its members itself.
+# A class that overrides these collects its members itself.
 _HANDLES_ITS_MEMBERS = frozenset(
     {"parameters", "named_parameters", "state_dict", "_apply", "children", "named_children"}
-    | {"modules", "named_modules", "to", "cuda", "_save_to_state_dict"}
+    | {"modules", "named_modules", "_save_to_state_dict"}
 )
+# These only move them: `parameters()` and `state_dict` still skip them.
+_MOVES_ITS_MEMBERS = frozenset({"to", "cuda"})
 _BUILTINS = frozenset(dir(builtins))
 _SHAPES = (ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp, ast.Call)
 _ADDS = frozenset({"append", "extend", "insert"})
@@ -96,7 +98,9 @@ class UnregisteredSubmodules(Rule):
     (`self.rnn = self.cells[cell]`: the one used is registered), a
     comment at the assignment that says it is kept out on purpose,
     stateless layers (`nn.ReLU`, pooling, `nn.Dropout`, a loss without
-    weights), and classes that override `parameters`/`state_dict`/`_apply`/`to`.
+    weights), and classes that override `parameters`/`state_dict`/`_apply`
+    (a class that only overrides `cuda`/`to` moves its members by hand, but
+    `parameters()` and `state_dict` still skip them: reported).
 
     ## Why is this bad?
     `nn.Module` registers a submodule or Parameter only when it is assigned
@@ -402,6 +406,9 @@ class UnregisteredSubmodules(Rule):
                 if kind == "module"
                 else "`parameters()`, `.to()`, `state_dict`"
             )
+            if any(m in info.methods for m in _MOVES_ITS_MEMBERS):
+                # A hand-written `cuda()`/`to()` moves them; nothing collects them.
+                skipped = skipped.replace("`.to()`, ", "")
             message = (
                 f"`self.{attribute.name}`: {what} in a plain {plain} are unregistered: "
                 f"{skipped} skip them"
@@ -580,6 +587,29 @@ class UnregisteredSubmodules(Rule):
             """
             import torch.nn as nn
 
+            class MetaOptimizer(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.lstms = []
+                    for i in range(n):
+                        self.lstms.append(nn.LSTMCell(4, 4))
+
+                def cuda(self):
+                    super().cuda()
+                    for i in range(len(self.lstms)):
+                        self.lstms[i].cuda()
+
+                def parameters(self, recurse=True):
+                    yield from super().parameters(recurse)
+                    for cell in self.lstms:
+                        yield from cell.parameters(recurse)
+            """,
+            note="a hand-written `cuda()` and a `parameters()` that collects them",
+        ),
+        Valid(
+            """
+            import torch.nn as nn
+
             class Encoder(nn.Module):
                 def __init__(self, cell, hidden):
                     super().__init__()
@@ -730,6 +760,26 @@ class UnregisteredSubmodules(Rule):
             """,
             line=7,
             note="near miss of the factory table: forward picks from the table on every call",
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class MetaOptimizer(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.lstms = []
+                    for i in range(n):
+                        self.lstms.append(nn.LSTMCell(4, 4))
+
+                def cuda(self):
+                    super().cuda()
+                    for i in range(len(self.lstms)):
+                        self.lstms[i].cuda()
+            """,
+            line=7,
+            message_contains="`parameters()`, `.eval()`, `state_dict` skip them",
+            note="a hand-written `cuda()` moves them, but the optimizer never sees them",
         ),
     )
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from torchtrap.facts.autograd import grad_off_context
-from torchtrap.facts.imports import dotted_name
+from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
 from torchtrap.facts.modules import MODULE_WRAPPERS
 from torchtrap.facts.optim import is_scheduler_constructor
@@ -39,7 +39,7 @@ from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
 from torchtrap.values.program import Model, module_model
-from torchtrap.values.program_values import program_callee
+from torchtrap.values.program_values import program_callee, program_train_mode_layers
 
 if TYPE_CHECKING:
     from torchtrap.values.layer import ValueLayer
@@ -80,6 +80,12 @@ GRAD_SCALERS = frozenset(
 )
 DISTRIBUTED_SAMPLERS = frozenset(
     {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
+)
+# What a sampler helper returns when not distributed.
+OTHER_SAMPLERS = frozenset(
+    f"torch.utils.data{module}.{name}"
+    for module in ("", ".sampler")
+    for name in ("RandomSampler", "SequentialSampler", "SubsetRandomSampler")
 )
 # torch.optim's non-optimizer members.
 _NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -210,10 +216,12 @@ class LoopFacts:
         return id(node) in self._backward_marks
 
     def may_iterate(self, node: ast.AST) -> bool:
-        """Does ``node``'s body (or a helper it calls) hold a ``for`` loop?"""
+        """Does ``node``'s body (or a helper it calls) hold a ``for`` loop
+        or an ``iter(...)`` call?"""
         if self._for_marks is None:
             index = self.facts.index
-            self._for_marks = self._marks([*index.of(ast.For), *index.of(ast.AsyncFor)])
+            iters = self.facts.calls_by_name.get("iter", ())
+            self._for_marks = self._marks([*index.of(ast.For), *index.of(ast.AsyncFor), *iters])
         return id(node) in self._for_marks
 
     def _marks(self, seeds: Sequence[ast.AST]) -> set[int]:
@@ -272,15 +280,30 @@ class LoopFacts:
         found = self._foreign.get(id(_root(node)))
         return found[0] if found is not None else None
 
-    def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
+    def program(self) -> Model | None:
+        """The whole-program model of this file, its imports and importers
+        (built once, on the first question the file alone cannot answer)."""
         if self._model is None:
             values = self._values()
             ctx = values.context() if values is not None else None
             if ctx is None:
                 return None
             self._model = module_model(ctx.project, ctx.path, ctx.text, ctx.tree) or False
-        if self._model is False:
+        return self._model or None
+
+    def train_mode_layers(self, ref: Ref) -> bool | None:
+        """Does the module ``ref`` holds have Dropout/BatchNorm, as the
+        whole-program model sees it (a class defined in another file)? None
+        when not known."""
+        if id(_root(ref.expr)) in self._foreign:
             return None
+        model = self.program()
+        return program_train_mode_layers(model, ref.expr) if model is not None else None
+
+    def _program_callee(self, call: ast.Call, own: bool) -> Function | None:
+        if self.program() is None:
+            return None
+        assert self._model
         func = program_callee(self._model, call, own)
         if func is None or isinstance(func.node, ast.Lambda):
             return None
@@ -379,6 +402,8 @@ class LoopFacts:
         expr = ref.expr
         if isinstance(expr, ast.Call):
             return [(expr, ref.at)]
+        if isinstance(expr, ast.Subscript):
+            return self._item_values(expr, ref.at, depth)
         found = self.tensors.values_of(expr, ref.at)
         if found is not None or not isinstance(expr, ast.Name) or depth >= _MAX_DEPTH:
             return found
@@ -414,6 +439,49 @@ class LoopFacts:
             if inner is None:
                 return None
             out.extend(inner)
+        return out
+
+    def _item_values(
+        self, expr: ast.Subscript, at: ast.AST, depth: int
+    ) -> list[tuple[ast.expr, ast.AST]] | None:
+        """``loaders["train"]``: the value under that constant key of every
+        dict literal the container may hold (``self.data_loader =
+        data_loader``, a parameter given ``{"train": DataLoader(...)}``)."""
+        key = expr.slice
+        if not isinstance(key, ast.Constant) or depth >= _MAX_DEPTH:
+            return None
+        containers = self._resolved(Ref(expr.value, at, dotted_name(expr.value)), depth + 1)
+        if not containers:
+            return None
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for container, _ in containers:
+            if not isinstance(container, ast.Dict):
+                return None
+            items = [
+                v
+                for k, v in zip(container.keys, container.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == key.value
+            ]
+            if len(items) != 1 or any(k is None for k in container.keys):
+                return None  # missing, twice, or `**other` may hold it
+            out.append((items[0], items[0]))
+        return out
+
+    def _resolved(self, ref: Ref, depth: int) -> list[tuple[ast.expr, ast.AST]] | None:
+        """:meth:`values`, with a value that is itself a name (``self.x =
+        x``) looked up in turn."""
+        values = self.values(ref, depth)
+        if values is None:
+            return None
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for value, at in values:
+            if isinstance(value, ast.Name) and depth < _MAX_DEPTH:
+                inner = self._resolved(Ref(value, at, value.id), depth + 1)
+                if inner is None:
+                    return None
+                out.extend(inner)
+            else:
+                out.append((value, at))
         return out
 
     def carries_graph(self, expr: ast.expr, at: ast.AST, events: list[Event]) -> bool:
@@ -607,24 +675,61 @@ class LoopFacts:
             calls.append(value)
         return Scaler(tuple(calls))
 
-    def distributed_sampler(self, ref: Ref) -> ast.Call | None:
+    def distributed_sampler(self, ref: Ref) -> Sampler | None:
         """The ``DistributedSampler(...)`` call ``ref`` holds, if evident;
         ``DistributedSampler(ds) if distributed else None`` (or the same in
-        two branches) counts: the distributed run takes that branch."""
+        two branches) counts: the distributed run takes that branch. So does
+        a helper of this file that returns one, or another sampler when not
+        distributed (``data_sampler(ds, shuffle=True, distributed=d)``):
+        its parameters are then that call's arguments."""
         values = self.values(ref)
         if not values:
             return None
-        found: list[ast.Call] = []
+        found: list[Sampler] = []
+        alternatives = False
         for value, _ in values:
             for branch in _branches(value):
                 if (
                     isinstance(branch, ast.Call)
                     and self.imports.qualname(branch.func) in DISTRIBUTED_SAMPLERS
                 ):
-                    found.append(branch)
-                elif not (isinstance(branch, ast.Constant) and branch.value is None):
+                    found.append(Sampler(branch))
+                elif isinstance(branch, ast.Call) and self._local_callee(branch) is not None:
+                    made = self._sampler_factory(branch)
+                    if made is None:
+                        return None
+                    found.append(made)
+                elif isinstance(branch, ast.Constant) and branch.value is None:
+                    alternatives = True
+                else:
                     return None
-        return found[0] if len(found) == 1 else None
+        if len(found) != 1:
+            return None
+        return replace(found[0], alternatives=found[0].alternatives or alternatives)
+
+    def _sampler_factory(self, call: ast.Call) -> Sampler | None:
+        """The one ``DistributedSampler(...)`` a helper of this file returns,
+        the others being ``None`` or another torch sampler."""
+        function = self._local_callee(call)
+        if function is None or function.decorator_list:
+            return None
+        returns = [n.value for n in _statements(function) if isinstance(n, ast.Return)]
+        found: ast.Call | None = None
+        alternatives = False
+        for value in returns:
+            for branch in _branches(value) if value is not None else [ast.Constant(None)]:
+                name = self.imports.qualname(branch.func) if isinstance(branch, ast.Call) else None
+                if name in DISTRIBUTED_SAMPLERS and found is None:
+                    found = branch  # type: ignore[assignment]
+                elif (isinstance(branch, ast.Constant) and branch.value is None) or (
+                    name in OTHER_SAMPLERS
+                ):
+                    alternatives = True
+                else:
+                    return None
+        if found is None:
+            return None
+        return Sampler(found, _arguments(function, call), alternatives)
 
     def _annotated(self, ref: Ref, qualnames: tuple[str, ...]) -> bool:
         if not isinstance(ref.expr, ast.Name):
@@ -633,9 +738,15 @@ class LoopFacts:
         if reach is None or not reach.complete:
             return False
         return all(
-            b.annotation is not None and self.imports.qualname(b.annotation) in qualnames
+            b.annotation is not None
+            and self.imports.qualname(_unwrap_optional(b.annotation, self.imports)) in qualnames
             for b in reach.bindings
         )
+
+    def annotated_scaler(self, ref: Ref) -> bool:
+        """A name annotated ``GradScaler`` (``Optional[GradScaler]`` too): a
+        parameter the caller gives as one."""
+        return self._annotated(ref, tuple(GRAD_SCALERS))
 
     def is_clip(self, call: ast.Call) -> bool:
         return self.imports.qualname(call.func) in CLIP_FUNCTIONS
@@ -654,6 +765,29 @@ class LoopFacts:
                     if qualname in FRAMEWORK_BASES or qualname.startswith(_FRAMEWORK_PACKAGES):
                         return True
         return False
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """A ``DistributedSampler(...)`` call a value holds. ``bound``: when a
+    helper of this file made it, the helper's parameters as the caller's
+    arguments (``shuffle=shuffle`` is then what the caller passed);
+    ``alternatives``: on other paths the value is ``None`` or another sampler."""
+
+    call: ast.Call
+    bound: dict[str, ast.expr] = field(default_factory=dict)
+    alternatives: bool = False
+
+    def argument(self, keyword: str, position: int) -> ast.expr | None:
+        """The call's argument, as the helper's caller gave it."""
+        value: ast.expr | None = next(
+            (kw.value for kw in self.call.keywords if kw.arg == keyword), None
+        )
+        if value is None and len(self.call.args) > position:
+            value = self.call.args[position]
+        if isinstance(value, ast.Name) and value.id in self.bound:
+            return self.bound[value.id]
+        return value
 
 
 @dataclass(frozen=True)
@@ -829,6 +963,12 @@ class _Walker:
         if self.facts.is_clip(call):
             self.add(CLIP, call, frame, None, args)
             return
+        if _builtin_iter(call, self.facts):
+            # `batches = iter(loader)` starts a pass: a DataLoader asks its
+            # sampler for a new order here, as a `for` over it does.
+            target = _iterated(call.args[0], self.facts)
+            self.add(ITERATE, call, frame, self.ref(target, frame), args)
+            return
         qualname = self.facts.imports.qualname(func)
         if qualname in ("torch.autograd.backward",):
             self.add(BACKWARD, call, frame, None, args)
@@ -945,6 +1085,59 @@ def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
     for sub in walk_scope(node):
         if isinstance(sub, ast.Call):
             yield sub
+
+
+def _arguments(function: Function, call: ast.Call) -> dict[str, ast.expr]:
+    """The function's parameters as ``call`` gives them (defaults where it
+    does not); none at all when it splats (``*args``, ``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        kw.arg is None for kw in call.keywords
+    ):
+        return {}
+    params = [*function.args.posonlyargs, *function.args.args]
+    out: dict[str, ast.expr] = {}
+    defaults = function.args.defaults
+    for param, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
+        out[param.arg] = default
+    for param, kw_default in zip(function.args.kwonlyargs, function.args.kw_defaults, strict=True):
+        if kw_default is not None:
+            out[param.arg] = kw_default
+    for param, arg in zip(params, call.args, strict=False):
+        out[param.arg] = arg
+    for kw in call.keywords:
+        if kw.arg is not None:
+            out[kw.arg] = kw.value
+    return out
+
+
+def _unwrap_optional(annotation: ast.expr, imports: ImportTable) -> ast.expr:
+    """``X`` of ``Optional[X]`` and ``X | None``; the annotation otherwise."""
+    if isinstance(annotation, ast.Subscript) and imports.qualname(annotation.value) in (
+        "typing.Optional",
+        "typing_extensions.Optional",
+    ):
+        return annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        for side, other in (
+            (annotation.left, annotation.right),
+            (annotation.right, annotation.left),
+        ):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return side
+    return annotation
+
+
+def _builtin_iter(call: ast.Call, facts: LoopFacts) -> bool:
+    """``iter(x)`` of the builtin (not a local function of that name)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Name)
+        and func.id == "iter"
+        and len(call.args) == 1
+        and not call.keywords
+        and facts.imports.qualname(func) is None
+        and facts._local_callee(call) is None
+    )
 
 
 def _iterated(expr: ast.expr, facts: LoopFacts) -> ast.expr:

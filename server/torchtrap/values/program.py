@@ -160,6 +160,13 @@ def module_model(project: Project | None, path: str, text: str, tree: ast.Module
     reached = _closure(project, [own], MAX_IMPORTED) if own is not None else []
     if len(reached) > MAX_IMPORTED:
         return None
+    if own is not None:
+        # The files that import this one call its functions and set its
+        # objects' attributes (`model.add_loss_op(nn.NLLLoss())` in train.py):
+        # with them when the bound allows, else this file's closure alone.
+        wider = _closure(project, [own, *_importers(project, own)], MAX_IMPORTED)
+        if len(wider) <= MAX_IMPORTED:
+            reached = wider
     return _model(project, this, text, tree, reached, MAX_IMPORTED, MAX_IMPORTED_BYTES)
 
 
@@ -247,6 +254,14 @@ def _closure(
         seen[summary.path] = summary
         stack.extend(project.modules[n] for n in _imports(project, summary))
     return list(seen.values())
+
+
+def _importers(project: Project, summary: ModuleSummary) -> list[ModuleSummary]:
+    """The project modules that import ``summary``'s module directly."""
+    name = summary.module
+    if not name:
+        return []
+    return [s for s in project if s.path != summary.path and name in _imports(project, s)]
 
 
 def _imports(project: Project, summary: ModuleSummary) -> list[str]:

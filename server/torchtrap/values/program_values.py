@@ -13,15 +13,19 @@ from torchtrap.core.analysis import Analysis
 from torchtrap.core.objects import (
     BoundObj,
     ClassObj,
+    ContainerObj,
     ExtAttrObj,
     ExtCallObj,
     FuncObj,
     InstObj,
+    ModuleObj,
     Obj,
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
+from torchtrap.core.solver import SEQUENTIALS
 from torchtrap.facts.index import enclosing_function
+from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
 from torchtrap.values.program import Model
@@ -85,12 +89,20 @@ def program_probability(model: Model, node: ast.expr) -> ProgramProbability | No
     values = model.analysis.values(twin)
     if not values:
         return None
-    found = [_probability(obj, MAX_KEEP_STEPS) for obj in values]
+    # Calling a library `Sequential` gives its chain's output and an opaque
+    # value for the call itself: the chain says what comes out.
+    chained = [o for o in values if not _sequential_call(o)]
+    found = [_probability(obj, MAX_KEEP_STEPS) for obj in chained or values]
     if any(f is None for f in found):
         return None  # a value that is not a probability on some path
     kinds = {f.kind for f in found if f is not None}
     first = found[0]
     return first if len(kinds) == 1 else None
+
+
+def _sequential_call(obj: Obj) -> bool:
+    callee = obj.callee if isinstance(obj, ExtCallObj) else None
+    return isinstance(callee, ExtCallObj) and callee.type_name in SEQUENTIALS and bool(callee.args)
 
 
 def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
@@ -324,3 +336,87 @@ def _mode_receivers(
                     passed.append(held)
     analysis.memo[key] = (receivers, passed)
     return receivers, passed
+
+
+# Library modules known to have no train-mode behaviour of their own, and
+# containers whose behaviour is their members'.
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+# torch.nn modules with a dropout inside (on by default, or when given one).
+_DROPOUT_INSIDE = ("Transformer", "MultiheadAttention")
+_RNNS = frozenset({"RNN", "LSTM", "GRU"})
+# Libraries whose calls make values, not modules.
+_PLAIN_LIBRARIES = ("torch.", "numpy.", "math.", "<builtin>.", "builtins.")
+MAX_LAYER_OBJECTS = 400
+
+
+def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
+    """Does the module ``node`` holds behave differently in train mode, as the
+    model sees it: True when one of its parts (transitively) is a
+    Dropout/BatchNorm layer, a torchvision network that has them, or its
+    classes call a functional dropout; False when every part is known and none
+    is; None when a value or a part is not known (a library model, an
+    attribute the model has no value for)."""
+    twin = model.twin(node)
+    found = model.analysis.values(twin) if twin is not None else None
+    # A module object is no model (`model = model.Net()` rebinds the
+    # imported module's name): what `.eval()` is called on is the rest.
+    values = [o for o in found or () if not isinstance(o, ModuleObj)]
+    if not values or not all(is_module(model.analysis, obj) for obj in values):
+        return None
+    solver = model.analysis.solver
+    queue: list[Obj] = sorted(values, key=lambda o: repr(type(o)))
+    seen: set[Obj] = set()
+    while queue:
+        obj = queue.pop()
+        if obj in seen:
+            continue
+        seen.add(obj)
+        if len(seen) > MAX_LAYER_OBJECTS:
+            return None
+        if isinstance(obj, ExtCallObj):
+            name = obj.type_name or ""
+            head, _, last = name.rpartition(".")
+            if head.startswith("torchvision.models"):
+                if last.startswith(TORCHVISION_TRAIN_MODE_PREFIXES):
+                    return True
+                return None
+            if head != "torch.nn":
+                if name.startswith(_PLAIN_LIBRARIES):
+                    continue  # a tensor, a device, a number: not a module
+                return None  # another library's object: maybe a model
+            if last in TRAIN_MODE_LAYERS or last.startswith(_DROPOUT_INSIDE):
+                return True
+            if last in _RNNS and "dropout" in obj.kwargs:
+                return True
+            if name in _CONTAINERS:
+                for arg in [*obj.args, *obj.kwargs.values()]:
+                    queue.extend(solver.pts[arg])
+        elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
+            for klass in solver.mro(obj.cls):
+                if isinstance(klass, ClassObj) and _calls_functional_dropout(klass.node):
+                    return True
+            assigned = {
+                a for c in solver.mro(obj.cls) if isinstance(c, ClassObj) for a in c.instance_attrs
+            }
+            for attr in solver.field_keys.get(obj, ()):
+                held = solver.pts[solver.field(obj, attr)]
+                if not held and attr in assigned:
+                    return None  # an attribute the model has no value for
+                queue.extend(held)
+        elif isinstance(obj, ContainerObj):
+            element = solver.keyed.get(("e", obj, "*"))
+            if element is not None:
+                queue.extend(solver.pts[element])
+    return False
+
+
+def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
+    """A call in the class spelled like a functional dropout or batch norm
+    (``F.dropout(x, self.p, self.training)``): the class may behave by mode."""
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            spelled = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if "dropout" in spelled.lower() or "batch_norm" in spelled.lower():
+                return True
+    return False
