@@ -31,7 +31,7 @@ from torchtrap.core.objects import (
     PartialObj,
     Site,
 )
-from torchtrap.core.solver import CONFIG_READERS, LOADERS, PARSE_METHODS
+from torchtrap.core.solver import ALL_LOADERS, CONFIG_READERS, KEYWORD_LOADERS, PARSE_METHODS
 from torchtrap.facts.generators import (
     CONSTRUCTORS,
     INSPECT_METHODS,
@@ -91,7 +91,7 @@ def loaders(analysis: Analysis, module: str | None = None) -> list[Loader]:
         every = analysis.memo["loaders"] = [
             obj
             for obj in analysis.solver.objects.values()
-            if isinstance(obj, ExtCallObj) and obj.type_name in LOADERS
+            if isinstance(obj, ExtCallObj) and obj.type_name in ALL_LOADERS
         ]
     found = [
         Loader(obj, worker_count(analysis, obj))
@@ -107,6 +107,8 @@ def loaders(analysis: Analysis, module: str | None = None) -> list[Loader]:
 def _argument(loader: ExtCallObj, name: str, position: int) -> int | None:
     if name in loader.kwargs:
         return loader.kwargs[name]
+    if position > 2 and loader.type_name in KEYWORD_LOADERS:
+        return None
     if position < len(loader.args):
         return loader.args[position]
     return None
@@ -308,7 +310,8 @@ def cuda_device(analysis: Analysis, node: int) -> str | None:
         return None
     if verdicts == {"cuda"}:
         return "certain"
-    return "maybe" if "cuda" in verdicts else None
+    # ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` is "maybe"
+    return "maybe" if verdicts & {"cuda", "maybe"} else None
 
 
 def _device_verdict(analysis: Analysis, obj: Obj) -> str | None:
@@ -716,3 +719,57 @@ def global_numpy_draws(analysis: Analysis, module: str) -> list[GlobalDraw]:
                 done.add(place)
                 break
     return found
+
+
+@dataclass(frozen=True)
+class WorkerCuda:
+    """A CUDA value the code a loader's workers run makes itself
+    (``x.to(self.device)`` in ``__getitem__`` with a CUDA device from the
+    program, a transform's ``torch.tensor(..., device=device)``)."""
+
+    loader: Loader
+    obj: ExtCallObj
+    sure: str  # "certain" or "maybe"
+    caller: str  # the function that makes it
+
+
+def cuda_made_by_workers(analysis: Analysis) -> list[WorkerCuda]:
+    """For every DataLoader of the program that may start workers, the CUDA
+    values made by the code its workers run; each value once, with the
+    first loader (in source order) that runs it."""
+    memo = analysis.memo.get("worker-cuda")
+    if memo is not None:
+        return memo
+    solver = analysis.solver
+    made: list[tuple[ExtCallObj, str, str]] = []
+    for obj in list(solver.objects.values()):
+        if isinstance(obj, ExtCallObj) and obj in solver.made_in:
+            sure = is_cuda_value(analysis, obj)
+            if sure is not None:
+                made.append((obj, sure, solver.made_in[obj]))
+    made.sort(key=lambda item: _order(item[0]))
+    found: list[WorkerCuda] = []
+    memo = analysis.memo["worker-cuda"] = found
+    if not made:
+        return found
+    seen: set[Obj] = set()
+    for loader in loaders(analysis):
+        if loader.workers.kind == "zero":
+            continue
+        reach = worker_code(analysis, loader.obj)
+        for obj, sure, caller in made:
+            if caller in reach and obj not in seen:
+                seen.add(obj)
+                found.append(WorkerCuda(loader, obj, sure, caller))
+    return found
+
+
+def every_cuda_culprit(analysis: Analysis) -> list[Culprit]:
+    """``cuda_culprits`` for the DataLoaders of every module."""
+    memo = analysis.memo.get("cuda-culprits")
+    if memo is None:
+        modules = sorted({lo.obj.site.module for lo in loaders(analysis)})
+        memo = analysis.memo["cuda-culprits"] = [
+            c for m in modules for c in cuda_culprits(analysis, m)
+        ]
+    return memo

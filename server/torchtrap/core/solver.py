@@ -50,8 +50,28 @@ MODULE_SELF_METHODS = frozenset(
 )
 
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Subclasses with torch's keywords but other positions after ``shuffle``
+# (``follow_batch``): only their first three arguments are read by position.
+KEYWORD_LOADERS = frozenset(
+    {
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
+    }
+)
+ALL_LOADERS = LOADERS | KEYWORD_LOADERS
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+# A list of transforms applied in turn to what the object is called with.
+COMPOSES = frozenset(
+    {
+        "torchvision.transforms.Compose",
+        "torchvision.transforms.transforms.Compose",
+        "torchvision.transforms.v2.Compose",
+        "torch_geometric.transforms.Compose",
+        "monai.transforms.Compose",
+    }
+)
 PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # Readers of a config file (a handle, or a path for the last ones): the model reads the file.
 CONFIG_READERS = frozenset(
@@ -1078,6 +1098,18 @@ class Solver:
         if obj.type_name in SEQUENTIALS and cs.args:
             self.edge(cs.args[0][0], self.key("seq", obj, 0))
             self.edge(self._sequence(obj, cs), cs.dst)
+        if obj.type_name in COMPOSES and obj.args and cs.args:
+            # Each transform gets the input or another's output (read
+            # flow-insensitively: the order of the list is not followed).
+            flow = self.key("compose", obj)
+            self.edge(cs.args[0][0], flow)
+            if ("compose-out", obj) not in self.keyed:
+                out = self.key("compose-out", obj)
+                transforms = self.key("compose-each", obj)
+                self.load_elem(obj.args[0], ALL, transforms)
+                self.call(transforms, CallSite(cs.caller, cs.site, [(flow, False)], [], out))
+                self.edge(out, flow)
+            self.edge(self.key("compose-out", obj), cs.dst)
         self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _sequence(self, obj: ExtCallObj, cs: CallSite) -> int:
@@ -1166,7 +1198,7 @@ class Solver:
         self.add(cs.dst, (result,))
         if name in HF_TRAINERS:
             self._trainer_loaders(cs)
-        if name in LOADERS:
+        if name in ALL_LOADERS:
             self._loader_calls(result, cs)
         elif name in NAMESPACES:
             for key, node in cs.kwargs:
@@ -1182,6 +1214,8 @@ class Solver:
         def argument(name: str, position: int) -> int | None:
             if name in loader.kwargs:
                 return loader.kwargs[name]
+            if position > 2 and loader.type_name in KEYWORD_LOADERS:
+                return None
             return loader.args[position] if position < len(loader.args) else None
 
         index = self.holding(self.external("<builtin>.int"))  # any index: reads every element

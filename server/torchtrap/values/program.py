@@ -110,6 +110,20 @@ def program_model(project: Project | None, path: str, text: str, tree: ast.Modul
     return _model(project, this, text, tree, _reached(project, this), MAX_FILES, MAX_SOURCE_BYTES)
 
 
+def reached_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
+    """The loaders' model asked from a file that may build none (a
+    dataset's, a helper's): the same model as the loaders' files get when
+    this file is one they reach, None otherwise (nothing is built for a
+    file no loader reaches)."""
+    if project is None:
+        return None
+    this = os.path.abspath(path)
+    reached = _reached(project, this)
+    if not any(os.path.abspath(s.path) == this for s in reached):
+        return None
+    return _model(project, this, text, tree, reached, MAX_FILES, MAX_SOURCE_BYTES)
+
+
 def module_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
     """A model of this file and what it imports (transitively), for a
     question about one of its expressions (what a module's ``forward``
