@@ -526,12 +526,22 @@ def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[C
         if place in done or loader.workers.kind == "zero" or _forks(analysis, loader.obj):
             continue
         for hop in payload(analysis, loader.obj):
-            if len(hop.chain()) >= min_hops and holds_parameters(analysis, hop.obj):
+            hops = len(hop.chain())
+            if hops == 2 and hops < min_hops and _made_elsewhere(hop.obj, module):
+                hops = min_hops  # a model made in another file or a helper: no file rule sees it
+            if hops >= min_hops and holds_parameters(analysis, hop.obj):
                 site = getattr(hop.obj, "site", None) or loader.obj.site
                 found.append(Culprit(loader, hop, "certain", "model", site))
                 done.add(place)
                 break
     return found
+
+
+def _made_elsewhere(obj: Obj, module: str) -> bool:
+    """Made outside ``module``'s own code: in another file, or in a copy of
+    a helper called from somewhere."""
+    site = getattr(obj, "site", None)
+    return isinstance(site, Site) and (site.module != module or bool(site.ctx))
 
 
 def rng_kind(obj: Obj) -> str | None:
@@ -586,9 +596,36 @@ def worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     return found
 
 
+def worker_entries(analysis: Analysis, loader: ExtCallObj) -> set[str]:
+    """The functions the DataLoader machinery itself calls in the workers
+    (``__getitem__``, ``collate_fn``...), as ``worker_code`` starts from."""
+    worker_code(analysis, loader)
+    found: set[str] = analysis.memo["worker-entries"][loader]
+    return found
+
+
+def only_in_workers(analysis: Analysis, loader: ExtCallObj, func: str) -> bool:
+    """Whether ``func`` runs only in the loader's workers: an entry, or a
+    function every caller of which is worker code. A method the main
+    process also calls (``signal.to(device)`` on a batch) is analysed
+    once for every caller, so what it makes there says nothing about what
+    it makes in the workers."""
+    if func in worker_entries(analysis, loader):
+        return True
+    callers = analysis.memo.get("callers")
+    if callers is None:
+        callers = analysis.memo["callers"] = {}
+        for caller, callees in analysis.solver.calls.items():
+            for callee in callees:
+                callers.setdefault(callee, set()).add(caller)
+    reach = worker_code(analysis, loader)
+    return callers.get(func, set()) <= reach
+
+
 def _worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     solver = analysis.solver
     entries: set[str] = set()
+    analysis.memo.setdefault("worker-entries", {})[loader] = entries
     for hop in payload(analysis, loader):
         steps = hop.chain()
         if steps[0].via in ("collate_fn", "worker_init_fn") and len(steps) <= 2:
@@ -758,7 +795,9 @@ def cuda_made_by_workers(analysis: Analysis) -> list[WorkerCuda]:
             continue
         reach = worker_code(analysis, loader.obj)
         for obj, sure, caller in made:
-            if caller in reach and obj not in seen:
+            if caller not in reach or obj in seen:
+                continue
+            if only_in_workers(analysis, loader.obj, caller):
                 seen.add(obj)
                 found.append(WorkerCuda(loader, obj, sure, caller))
     return found

@@ -372,14 +372,13 @@ class Project:
         # `python -m src.train` from the repository, `src/train.py` imports
         # `src.data.sets` although `src` is a source root. A single name is
         # left to the script's own folder (`utils` above it is a guess).
-        top = self.root if "." in name else folder
         while True:
             for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
                 found = self._by_path.get(os.path.join(folder, candidate))
                 if found is not None:
                     return found
             parent = os.path.dirname(folder)
-            if folder == top or parent == folder or not folder.startswith(top):
+            if "." not in name or parent == folder:
                 return None
             folder = parent
 

@@ -20,7 +20,7 @@ from torchtrap.core.program import MAX_FILE_BYTES, Program
 from torchtrap.core.solver import HF_TRAINERS
 from torchtrap.findings import Range
 from torchtrap.project.index import Project
-from torchtrap.project.summary import ModuleSummary
+from torchtrap.project.summary import ModuleSummary, module_key
 
 MAX_FILES = 3_000  # the model of a project this size takes seconds; past it, none
 MAX_EDITED_FILES = 300  # an unsaved buffer: the model is rebuilt for it
@@ -216,7 +216,19 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     memo = _REACHED.get(id(project))
     if memo is not None and memo[0] is project:
         return memo[1]
-    found = _closure(project, [s for s in project if _builds_loaders(s)])
+    builders = [s for s in project if _builds_loaders(s)]
+    found = _closure(project, builders)
+    # The modules that import a loader's module call its helpers
+    # (``load_data(ids, load_embedding())`` in the training script): what
+    # they pass is what the workers get. Taken when the model stays within
+    # its bounds, else the loaders' own closure as before.
+    keys = {module_key(s) for s in builders}
+    callers = [s for s in project if keys.intersection(_imports(project, s))]
+    if callers:
+        wider = _closure(project, builders + callers)
+        sizes = {os.path.abspath(s.path): ("", False) for s in wider}
+        if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
+            found = wider
     _REACHED.clear()  # one project at a time: check has one, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found
