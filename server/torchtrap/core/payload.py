@@ -46,6 +46,10 @@ ROOTS = {"dataset": 0, "sampler": 3, "batch_sampler": 4, "collate_fn": 6, "worke
 WORKERS_POSITION = 5
 MAX_PAYLOAD = 2_000  # objects visited per loader
 CUDA_METHODS = frozenset({"cuda", "to"})
+# Models reported per loader and context: the first the file's rules do
+# not see is the one said (the rules pick it)
+CULPRITS_PER_LOADER = 8
+HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 
 
 @dataclass(frozen=True)
@@ -386,6 +390,8 @@ def _order(obj: Obj) -> tuple[str, int, int]:
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")
+# Lightning classes that are no nn.Module: a LightningDataModule holds data, not weights
+NOT_MODULES = ("DataModule", "Callback", "Trainer")
 
 
 @dataclass(frozen=True)
@@ -403,7 +409,9 @@ def is_module(analysis: Analysis, obj: Obj) -> bool:
     """An ``nn.Module``: a project class deriving from one, or a layer."""
     if isinstance(obj, InstObj):
         return any(
-            isinstance(c, ExternalObj) and c.name.startswith(MODULE_BASES)
+            isinstance(c, ExternalObj)
+            and c.name.startswith(MODULE_BASES)
+            and not c.name.rsplit(".", 1)[-1].endswith(NOT_MODULES)
             for c in analysis.solver.mro(obj.cls)
         )
     if isinstance(obj, ExtCallObj) and obj.type_name:
@@ -517,24 +525,49 @@ def _external_name(analysis: Analysis, node: ast.AST) -> str | None:
 
 def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[Culprit]:
     """For each DataLoader call site in ``module`` that may start workers
-    (and may pickle: not fork-only), the first model its workers receive
-    at least ``min_hops`` objects away (the file's own rules see nearer)."""
+    (and may pickle: not fork-only), the models its workers receive at
+    least ``min_hops`` objects away (the file's own rules see nearer), in
+    the order of their paths, at most ``CULPRITS_PER_LOADER`` per context."""
     found: list[Culprit] = []
-    done: set[tuple[int, int]] = set()
+    done: set[tuple[tuple[int, int], Obj]] = set()
     for loader in loaders(analysis, module):
         place = (loader.obj.site.line, loader.obj.site.col)
-        if place in done or loader.workers.kind == "zero" or _forks(analysis, loader.obj):
+        if loader.workers.kind == "zero" or _forks(analysis, loader.obj):
             continue
+        count = 0
         for hop in payload(analysis, loader.obj):
             hops = len(hop.chain())
             if hops == 2 and hops < min_hops and _made_elsewhere(hop.obj, module):
                 hops = min_hops  # a model made in another file or a helper: no file rule sees it
-            if hops >= min_hops and holds_parameters(analysis, hop.obj):
+            if hops >= min_hops and _has_weights(analysis, hop.obj):
+                if (place, hop.obj) in done:
+                    continue
                 site = getattr(hop.obj, "site", None) or loader.obj.site
                 found.append(Culprit(loader, hop, "certain", "model", site))
-                done.add(place)
-                break
+                done.add((place, hop.obj))
+                count += 1
+                if count == CULPRITS_PER_LOADER:
+                    break
     return found
+
+
+def _has_weights(analysis: Analysis, obj: Obj, depth: int = 3) -> bool:
+    """A module the model shows holding weights: a layer that has them
+    (``nn.Embedding``), an ``nn.Parameter``, or a project module with such
+    a field (a ``Camera(nn.Module)`` of images and poses holds none)."""
+    if isinstance(obj, ExtCallObj):
+        name = obj.type_name or ""
+        if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return True
+        return is_module(analysis, obj) and holds_parameters(analysis, obj)
+    if not isinstance(obj, InstObj) or depth == 0 or not is_module(analysis, obj):
+        return False
+    solver = analysis.solver
+    return any(
+        _has_weights(analysis, value, depth - 1)
+        for attr in solver.field_keys.get(obj, ())
+        for value in solver.pts[solver.field(obj, attr)]
+    )
 
 
 def _made_elsewhere(obj: Obj, module: str) -> bool:
@@ -668,15 +701,16 @@ def _remade_in(analysis: Analysis, hop: Hop, reach: set[str]) -> bool:
 
 def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
     """For each DataLoader call site in ``module`` with workers and no
-    ``worker_init_fn`` (which might re-create it), the first generator
-    object its workers get a copy of and draw from in the code they run
-    (never re-seeded there): every worker replays the same numbers."""
+    ``worker_init_fn`` (which might re-create it), the generator objects
+    its workers get a copy of and draw from in the code they run (never
+    re-seeded there), shortest path first: every worker replays the same
+    numbers."""
     found: list[Culprit] = []
-    done: set[tuple[int, int]] = set()
+    done: set[tuple[tuple[int, int], Obj]] = set()
     uses = _generator_uses(analysis)
     for loader in loaders(analysis, module):
         place = (loader.obj.site.line, loader.obj.site.col)
-        if place in done or loader.workers.kind == "zero":
+        if loader.workers.kind == "zero":
             continue
         if _argument(loader.obj, "worker_init_fn", ROOTS["worker_init_fn"]) is not None:
             continue
@@ -692,9 +726,10 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
             if methods & RESEED_METHODS or not methods - INSPECT_METHODS:
                 continue
             assert isinstance(hop.obj, ExtCallObj)
+            if (place, hop.obj) in done:
+                continue
             found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
-            done.add(place)
-            break
+            done.add((place, hop.obj))
     return found
 
 
@@ -779,11 +814,16 @@ def cuda_made_by_workers(analysis: Analysis) -> list[WorkerCuda]:
         return memo
     solver = analysis.solver
     made: list[tuple[ExtCallObj, str, str]] = []
+    back: set[Obj] = set()  # ``x.cuda().cpu()``: brought back to the host
     for obj in list(solver.objects.values()):
         if isinstance(obj, ExtCallObj) and obj in solver.made_in:
+            callee = obj.callee
+            if isinstance(callee, ExtAttrObj) and callee.attr in HOST_METHODS:
+                back.add(callee.base)
             sure = is_cuda_value(analysis, obj)
             if sure is not None:
                 made.append((obj, sure, solver.made_in[obj]))
+    made = [item for item in made if item[0] not in back]
     made.sort(key=lambda item: _order(item[0]))
     found: list[WorkerCuda] = []
     memo = analysis.memo["worker-cuda"] = found

@@ -85,7 +85,13 @@ def payload_culprits(
         # One finding per DataLoader and line made (a copy per call context,
         # ``origins.to(d), directions.to(d)``: the same mistake)
         spot = (culprit.loader.obj.site.line, culprit.loader.obj.site.col)
-        if (*spot, culprit.made.module, culprit.made.line) in said:
+        # a generator or a model: one per DataLoader, the first the file's rules do not see
+        said_key = (
+            (*spot, "", 0)
+            if kind in ("rng", "model")
+            else (*spot, culprit.made.module, culprit.made.line)
+        )
+        if said_key in said:
             continue
         if _seen_by_the_file_rules(culprit, model, with_bases=kind == "rng"):
             continue
@@ -104,7 +110,7 @@ def payload_culprits(
             if row[0] is not None or not (inside.start <= row[1].start and row[1].end <= inside.end)
         ]
         rows = [RelatedLocation(rng, note, path=path) for path, rng, note in related]
-        said.add((*spot, culprit.made.module, culprit.made.line))
+        said.add(said_key)
         found.append(PayloadCulprit(culprit, node, rows))
     return found
 
@@ -129,12 +135,25 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
     classes = [owner.cls]
     if with_bases:
         mro = model.analysis.solver.mro(owner.cls)
-        classes += [c for c in mro if isinstance(c, ClassObj) and c is not owner.cls]
+        # A base the file's rule reads as a dataset: one with its own
+        # ``__getitem__``/``__iter__`` (a ``Seedable`` mixin that only
+        # makes the generator is no dataset there: its draws are elsewhere)
+        classes += [
+            c for c in mro if isinstance(c, ClassObj) and c is not owner.cls and _has_entry(c.node)
+        ]
     made = culprit.made
     return any(
         cls.module.name == made.module
         and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
         for cls in classes
+    )
+
+
+def _has_entry(node: ast.ClassDef) -> bool:
+    return any(
+        isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and fn.name in ("__getitem__", "__iter__")
+        for fn in node.body
     )
 
 
