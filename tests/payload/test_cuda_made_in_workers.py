@@ -335,3 +335,111 @@ def test_a_dataset_keeps_a_model_made_in_another_file(
         assert Path(found[0]["path"]).name == "text.py"
         assert found[0]["range"]["start"]["line"] == 20  # the DataLoader
         assert "every worker gets a copy of the model `Embedding`" in found[0]["message"]
+
+
+CAMERAS = """\
+import torch
+from torch import nn
+
+
+class Camera(nn.Module):
+    def __init__(self, image, pose):
+        super().__init__()
+        self.image = image
+        self.pose = pose
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+
+def make_views(n):
+    return [{made} for i in range(n)]
+"""
+VIEWS = """\
+from torch.utils.data import DataLoader
+
+from cameras import make_views
+
+loader = DataLoader(make_views(4), batch_size=1, num_workers=8, collate_fn=list)
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [("Encoder()", True), ("Camera(torch.zeros(3, 8, 8), torch.eye(4))", False)],
+)
+def test_a_module_without_weights_is_no_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], made: str, expected: bool
+) -> None:
+    """4DGaussians: a list of ``Camera(nn.Module)`` objects that hold an
+    image and a pose, no layer or Parameter, is data, not a model. Twin:
+    a list of modules with an ``nn.Linear``."""
+    files = {"cameras.py": CAMERAS.format(made=made), "views.py": VIEWS}
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", "TT104"])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert bool(found) is expected, found
+
+
+TASK = """\
+import pytorch_lightning as pl
+from torch import nn
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class TrainDataset(IterableDataset):
+    def __init__(self, task):
+        self.task = task
+
+    def __iter__(self):
+        return iter(range(4))
+
+
+class Task(pl.LightningDataModule):
+    def __init__(self, workers=4):
+        super().__init__()
+        self.workers = workers
+
+    def train_dataloader(self):
+        return DataLoader(TrainDataset(self), num_workers=self.workers)
+"""
+MODEL = """\
+import pytorch_lightning as pl
+from torch import nn
+
+from task import Task
+
+
+class Segmenter(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(8, 2)
+
+
+task = Task()
+{wire}
+"""
+
+
+@pytest.mark.parametrize(("wire", "expected"), [("task.model = Segmenter()", True), ("", False)])
+def test_a_lightning_datamodule_is_no_model_but_the_model_it_holds_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wire: str, expected: bool
+) -> None:
+    """pyannote-audio: the dataset keeps the Task (a LightningDataModule)
+    and the Task holds the trained model. The Task itself is no model."""
+    files = {"task.py": TASK, "model.py": MODEL.format(wire=wire)}
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", "TT104"])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert bool(found) is expected, found
+    if expected:
+        assert "the model `Segmenter`" in found[0]["message"]

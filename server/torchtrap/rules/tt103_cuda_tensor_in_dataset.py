@@ -101,6 +101,15 @@ class CudaTensorInDataset(Rule):
     brought back with `.cpu()`/`.item()`, and `.cuda()` outside Datasets
     (the training loop).
 
+    Across files (the whole-program model): a CUDA value made by code that
+    runs only in a DataLoader's workers (`.to(self.device)` in
+    `__getitem__` with the CUDA device passed in from the training script,
+    a transform of a `Compose` that makes tensors on a CUDA device) is
+    reported where it is made; a CUDA tensor that a helper in another file
+    makes and the dataset keeps is reported at the DataLoader and at the
+    dataset's call that gets it. The message names the worker count and the
+    DataLoader.
+
     `torchtrap run` walks the dataset when a DataLoader with workers starts
     (attributes, containers, closures, bound methods; bounded) and reports
     the CUDA tensors it reaches, on the line that stores them, whichever
