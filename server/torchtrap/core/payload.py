@@ -256,7 +256,15 @@ def _argument_text(analysis: Analysis, loader: ExtCallObj) -> str:
 
 def payload(analysis: Analysis, loader: ExtCallObj) -> Iterator[Hop]:
     """Every object the loader's workers receive, breadth first, each once
-    with its shortest path."""
+    with its shortest path (walked once per loader: every worker rule asks)."""
+    memo = analysis.memo.setdefault("payload", {})
+    hops = memo.get(loader)
+    if hops is None:
+        hops = memo[loader] = list(_walk(analysis, loader))
+    return iter(hops)
+
+
+def _walk(analysis: Analysis, loader: ExtCallObj) -> Iterator[Hop]:
     solver = analysis.solver
     queue: deque[Hop] = deque()
     seen: set[Obj] = set()

@@ -115,9 +115,11 @@ def reached_model(project: Project | None, path: str, text: str, tree: ast.Modul
     dataset's, a helper's): the same model as the loaders' files get when
     this file is one they reach, None otherwise (nothing is built for a
     file no loader reaches)."""
-    if project is None:
-        return None
+    if project is None or not path.endswith(".py"):
+        return None  # a notebook: no loader imports it (and each is a project of its own)
     this = os.path.abspath(path)
+    if project.summary(this) is None:
+        return None
     reached = _reached(project, this)
     if not any(os.path.abspath(s.path) == this for s in reached):
         return None
