@@ -232,7 +232,16 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     keys = {module_key(s) for s in builders}
     callers = [s for s in project if keys.intersection(_imports(project, s))]
     if callers:
-        wider = _closure(project, builders + callers)
+        # the callers and what they import directly (the helper that makes
+        # what they pass), not their whole closure (their models, trainers)
+        seen = {s.path for s in found}
+        wider = list(found)
+        for summary in callers + [
+            project.modules[n] for c in callers for n in _imports(project, c)
+        ]:
+            if summary.path not in seen:
+                seen.add(summary.path)
+                wider.append(summary)
         sizes = {os.path.abspath(s.path): ("", False) for s in wider}
         if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
             found = wider
