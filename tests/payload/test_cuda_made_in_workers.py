@@ -443,3 +443,110 @@ def test_a_lightning_datamodule_is_no_model_but_the_model_it_holds_is(
     assert bool(found) is expected, found
     if expected:
         assert "the model `Segmenter`" in found[0]["message"]
+
+
+SLICES = """\
+from torch.utils.data import DataLoader, Dataset
+
+
+class SliceDataset(Dataset):
+    def __init__(self, transform):
+        self.transform = transform
+        self.examples = []
+        self.examples.append(0)
+        self.examples.append(1)
+        self.examples.append(2)
+        self.examples.append(3)
+        self.examples.append(4)
+        self.examples.append(5)
+        self.examples.append(6)
+        self.examples.append(7)
+        self.examples.append(8)
+        self.examples.append(9)
+        self.examples.append(10)
+        self.examples.append(11)
+        self.examples.append(12)
+        self.examples.append(13)
+        self.examples.append(14)
+        self.examples.append(15)
+        self.examples.append(16)
+        self.examples.append(17)
+        self.examples.append(18)
+        self.examples.append(19)
+        self.examples.append(20)
+        self.examples.append(21)
+        self.examples.append(22)
+        self.examples.append(23)
+        self.examples.append(24)
+        self.examples.append(25)
+        self.examples.append(26)
+        self.examples.append(27)
+        self.examples.append(28)
+        self.examples.append(29)
+        self.examples.append(30)
+        self.examples.append(31)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self.transform(i)
+
+
+def build(ds, workers):
+    return DataLoader(ds, num_workers=workers)
+"""
+MASKS = """\
+import numpy as np
+
+
+class RandomMask:
+    def __init__(self):
+        self.rng = np.random.RandomState()
+
+    def __call__(self, i):
+        return i + self.rng.rand()
+
+
+class Plain:
+    def __call__(self, i):
+        return i
+"""
+INFER = """\
+from torch.utils.data import DataLoader
+
+from masks import {transform}
+from slices import SliceDataset
+
+loader = DataLoader(SliceDataset(transform={transform}()), num_workers=4)
+"""
+DEMO = """\
+from masks import RandomMask
+from slices import SliceDataset, build
+
+loader = build(SliceDataset(transform=RandomMask()), workers=0)
+"""
+
+
+@pytest.mark.parametrize(("transform", "expected"), [("Plain", False), ("RandomMask", True)])
+def test_a_field_does_not_take_what_another_script_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], transform: str, expected: bool
+) -> None:
+    """fastMRI: ``SliceDataset.__init__`` (too long to copy per call site)
+    is analysed once for every caller, so ``self.transform`` holds the demo script's ``RandomMask``
+    too; the inference script, which passes ``Plain()``, must not be told
+    its workers share that generator."""
+    files = {
+        "slices.py": SLICES,
+        "masks.py": MASKS,
+        "infer.py": INFER.format(transform=transform),
+        "demo.py": DEMO,
+    }
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", "TT101"])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    at_infer = [f for f in found if Path(f["path"]).name == "infer.py"]
+    assert bool(at_infer) is expected, found

@@ -31,6 +31,7 @@ from torchtrap.core.objects import (
     PartialObj,
     Site,
 )
+from torchtrap.core.program import absolute
 from torchtrap.core.solver import ALL_LOADERS, CONFIG_READERS, KEYWORD_LOADERS, PARSE_METHODS
 from torchtrap.facts.generators import (
     CONSTRUCTORS,
@@ -447,7 +448,7 @@ def cuda_culprits(analysis: Analysis, module: str) -> list[Culprit]:
                 if hop.obj in seen:
                     continue
                 culprit = _culprit(analysis, loader, hop, moved)
-                if culprit is not None:
+                if culprit is not None and connected(analysis, loader.obj, hop):
                     seen.add(hop.obj)
                     found.append(culprit)
     return found
@@ -547,7 +548,11 @@ def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[C
             hops = len(hop.chain())
             if hops == 2 and hops < min_hops and _made_elsewhere(hop.obj, module):
                 hops = min_hops  # a model made in another file or a helper: no file rule sees it
-            if hops >= min_hops and _has_weights(analysis, hop.obj):
+            if (
+                hops >= min_hops
+                and _has_weights(analysis, hop.obj)
+                and connected(analysis, loader.obj, hop)
+            ):
                 if (place, hop.obj) in done:
                     continue
                 site = getattr(hop.obj, "site", None) or loader.obj.site
@@ -734,7 +739,7 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
             if methods & RESEED_METHODS or not methods - INSPECT_METHODS:
                 continue
             assert isinstance(hop.obj, ExtCallObj)
-            if (place, hop.obj) in done:
+            if (place, hop.obj) in done or not connected(analysis, loader.obj, hop):
                 continue
             found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
             done.add((place, hop.obj))
@@ -860,3 +865,59 @@ def every_cuda_culprit(analysis: Analysis) -> list[Culprit]:
             c for m in modules for c in cuda_culprits(analysis, m)
         ]
     return memo
+
+
+def _imports_of(analysis: Analysis, module: str) -> set[str]:
+    """The program modules ``module`` imports (any statement, any depth of
+    its body), once per model."""
+    memo: dict[str, set[str]] = analysis.memo.setdefault("imports-of", {})
+    found = memo.get(module)
+    if found is None:
+        found = memo[module] = set()
+        program = analysis.solver.program
+        mod = program.modules.get(module)
+        if mod is None:
+            return found
+        for node in ast.walk(mod.tree):
+            names: list[str | None] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute(mod.obj, node.level, node.module)
+                names = [base] + [f"{base}.{a.name}" for a in node.names if base]
+            for name in names:
+                target = program.find(name, mod.obj) if name else None
+                if target is not None:
+                    found.add(target.obj.name)
+    return found
+
+
+def connected(analysis: Analysis, loader: ExtCallObj, hop: Hop) -> bool:
+    """Whether each object of the chain is made where the loader's program
+    can have made it: in a module of the loader's call chain or of an
+    earlier object's (their sites and call contexts), or one they import.
+    A field is read flow- and context-insensitively: ``self.transform =
+    transform`` in ``SliceDataset.__init__`` holds every transform any
+    script passes, so a dataset made in one script would get a transform
+    only another script makes (fastMRI's inference scripts and its
+    adaptive-varnet demo)."""
+    near: set[str] = set()
+
+    def add(site: object) -> None:
+        if isinstance(site, Site):
+            near.add(site.module)
+            near.update(s.module for s in site.ctx)
+
+    add(loader.site)
+    for step in hop.chain():
+        site = getattr(step.obj, "site", None)
+        if isinstance(site, Site) and step.parent is not None:
+            modules = {site.module, *(s.module for s in site.ctx)}
+            if not modules & near:
+                reach = set(near)
+                for module in near:
+                    reach |= _imports_of(analysis, module)
+                if not modules & reach:
+                    return False
+        add(site)
+    return True
