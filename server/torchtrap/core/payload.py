@@ -903,12 +903,17 @@ def connected(analysis: Analysis, loader: ExtCallObj, hop: Hop) -> bool:
     adaptive-varnet demo)."""
     near: set[str] = set()
 
-    def add(site: object) -> None:
+    def add(obj: Obj) -> None:
+        site = getattr(obj, "site", None)
         if isinstance(site, Site):
             near.add(site.module)
             near.update(s.module for s in site.ctx)
+        if isinstance(obj, InstObj):  # its class's methods make its fields
+            near.update(
+                c.module.name for c in analysis.solver.mro(obj.cls) if isinstance(c, ClassObj)
+            )
 
-    add(loader.site)
+    add(loader)
     for step in hop.chain():
         site = getattr(step.obj, "site", None)
         if isinstance(site, Site) and step.parent is not None:
@@ -919,5 +924,5 @@ def connected(analysis: Analysis, loader: ExtCallObj, hop: Hop) -> bool:
                     reach |= _imports_of(analysis, module)
                 if not modules & reach:
                     return False
-        add(site)
+        add(step.obj)
     return True
