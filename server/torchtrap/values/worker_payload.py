@@ -135,11 +135,16 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
     classes = [owner.cls]
     if with_bases:
         mro = model.analysis.solver.mro(owner.cls)
-        # A base the file's rule reads as a dataset: one with its own
-        # ``__getitem__``/``__iter__`` (a ``Seedable`` mixin that only
-        # makes the generator is no dataset there: its draws are elsewhere)
+        # A base the file's rule reads with the dataset: in the dataset's
+        # own file, or a dataset itself (own ``__getitem__``/``__iter__``);
+        # a ``Seedable`` mixin in another file that only makes the
+        # generator is no dataset there: its draws are elsewhere
         classes += [
-            c for c in mro if isinstance(c, ClassObj) and c is not owner.cls and _has_entry(c.node)
+            c
+            for c in mro
+            if isinstance(c, ClassObj)
+            and c is not owner.cls
+            and (c.module is owner.cls.module or _has_entry(c.node))
         ]
     made = culprit.made
     return any(
