@@ -31,7 +31,8 @@ from torchtrap.core.objects import (
     PartialObj,
     Site,
 )
-from torchtrap.core.solver import CONFIG_READERS, LOADERS, PARSE_METHODS
+from torchtrap.core.program import absolute
+from torchtrap.core.solver import ALL_LOADERS, CONFIG_READERS, KEYWORD_LOADERS, PARSE_METHODS
 from torchtrap.facts.generators import (
     CONSTRUCTORS,
     INSPECT_METHODS,
@@ -46,6 +47,10 @@ ROOTS = {"dataset": 0, "sampler": 3, "batch_sampler": 4, "collate_fn": 6, "worke
 WORKERS_POSITION = 5
 MAX_PAYLOAD = 2_000  # objects visited per loader
 CUDA_METHODS = frozenset({"cuda", "to"})
+# Models reported per loader and context: the first the file's rules do
+# not see is the one said (the rules pick it)
+CULPRITS_PER_LOADER = 8
+HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ def loaders(analysis: Analysis, module: str | None = None) -> list[Loader]:
         every = analysis.memo["loaders"] = [
             obj
             for obj in analysis.solver.objects.values()
-            if isinstance(obj, ExtCallObj) and obj.type_name in LOADERS
+            if isinstance(obj, ExtCallObj) and obj.type_name in ALL_LOADERS
         ]
     found = [
         Loader(obj, worker_count(analysis, obj))
@@ -107,6 +112,8 @@ def loaders(analysis: Analysis, module: str | None = None) -> list[Loader]:
 def _argument(loader: ExtCallObj, name: str, position: int) -> int | None:
     if name in loader.kwargs:
         return loader.kwargs[name]
+    if position > 2 and loader.type_name in KEYWORD_LOADERS:
+        return None
     if position < len(loader.args):
         return loader.args[position]
     return None
@@ -250,7 +257,15 @@ def _argument_text(analysis: Analysis, loader: ExtCallObj) -> str:
 
 def payload(analysis: Analysis, loader: ExtCallObj) -> Iterator[Hop]:
     """Every object the loader's workers receive, breadth first, each once
-    with its shortest path."""
+    with its shortest path (walked once per loader: every worker rule asks)."""
+    memo = analysis.memo.setdefault("payload", {})
+    hops = memo.get(loader)
+    if hops is None:
+        hops = memo[loader] = list(_walk(analysis, loader))
+    return iter(hops)
+
+
+def _walk(analysis: Analysis, loader: ExtCallObj) -> Iterator[Hop]:
     solver = analysis.solver
     queue: deque[Hop] = deque()
     seen: set[Obj] = set()
@@ -308,7 +323,8 @@ def cuda_device(analysis: Analysis, node: int) -> str | None:
         return None
     if verdicts == {"cuda"}:
         return "certain"
-    return "maybe" if "cuda" in verdicts else None
+    # ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` is "maybe"
+    return "maybe" if verdicts & {"cuda", "maybe"} else None
 
 
 def _device_verdict(analysis: Analysis, obj: Obj) -> str | None:
@@ -383,6 +399,8 @@ def _order(obj: Obj) -> tuple[str, int, int]:
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")
+# Lightning classes that are no nn.Module: a LightningDataModule holds data, not weights
+NOT_MODULES = ("DataModule", "Callback", "Trainer")
 
 
 @dataclass(frozen=True)
@@ -400,7 +418,9 @@ def is_module(analysis: Analysis, obj: Obj) -> bool:
     """An ``nn.Module``: a project class deriving from one, or a layer."""
     if isinstance(obj, InstObj):
         return any(
-            isinstance(c, ExternalObj) and c.name.startswith(MODULE_BASES)
+            isinstance(c, ExternalObj)
+            and c.name.startswith(MODULE_BASES)
+            and not c.name.rsplit(".", 1)[-1].endswith(NOT_MODULES)
             for c in analysis.solver.mro(obj.cls)
         )
     if isinstance(obj, ExtCallObj) and obj.type_name:
@@ -428,7 +448,7 @@ def cuda_culprits(analysis: Analysis, module: str) -> list[Culprit]:
                 if hop.obj in seen:
                     continue
                 culprit = _culprit(analysis, loader, hop, moved)
-                if culprit is not None:
+                if culprit is not None and connected(analysis, loader.obj, hop):
                     seen.add(hop.obj)
                     found.append(culprit)
     return found
@@ -514,21 +534,60 @@ def _external_name(analysis: Analysis, node: ast.AST) -> str | None:
 
 def model_culprits(analysis: Analysis, module: str, min_hops: int = 3) -> list[Culprit]:
     """For each DataLoader call site in ``module`` that may start workers
-    (and may pickle: not fork-only), the first model its workers receive
-    at least ``min_hops`` objects away (the file's own rules see nearer)."""
+    (and may pickle: not fork-only), the models its workers receive at
+    least ``min_hops`` objects away (the file's own rules see nearer), in
+    the order of their paths, at most ``CULPRITS_PER_LOADER`` per context."""
     found: list[Culprit] = []
-    done: set[tuple[int, int]] = set()
+    done: set[tuple[tuple[int, int], Obj]] = set()
     for loader in loaders(analysis, module):
         place = (loader.obj.site.line, loader.obj.site.col)
-        if place in done or loader.workers.kind == "zero" or _forks(analysis, loader.obj):
+        if loader.workers.kind == "zero" or _forks(analysis, loader.obj):
             continue
+        count = 0
         for hop in payload(analysis, loader.obj):
-            if len(hop.chain()) >= min_hops and holds_parameters(analysis, hop.obj):
+            hops = len(hop.chain())
+            if hops == 2 and hops < min_hops and _made_elsewhere(hop.obj, module):
+                hops = min_hops  # a model made in another file or a helper: no file rule sees it
+            if (
+                hops >= min_hops
+                and _has_weights(analysis, hop.obj)
+                and connected(analysis, loader.obj, hop)
+            ):
+                if (place, hop.obj) in done:
+                    continue
                 site = getattr(hop.obj, "site", None) or loader.obj.site
                 found.append(Culprit(loader, hop, "certain", "model", site))
-                done.add(place)
-                break
+                done.add((place, hop.obj))
+                count += 1
+                if count == CULPRITS_PER_LOADER:
+                    break
     return found
+
+
+def _has_weights(analysis: Analysis, obj: Obj, depth: int = 3) -> bool:
+    """A module the model shows holding weights: a layer that has them
+    (``nn.Embedding``), an ``nn.Parameter``, or a project module with such
+    a field (a ``Camera(nn.Module)`` of images and poses holds none)."""
+    if isinstance(obj, ExtCallObj):
+        name = obj.type_name or ""
+        if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return True
+        return is_module(analysis, obj) and holds_parameters(analysis, obj)
+    if not isinstance(obj, InstObj) or depth == 0 or not is_module(analysis, obj):
+        return False
+    solver = analysis.solver
+    return any(
+        _has_weights(analysis, value, depth - 1)
+        for attr in solver.field_keys.get(obj, ())
+        for value in solver.pts[solver.field(obj, attr)]
+    )
+
+
+def _made_elsewhere(obj: Obj, module: str) -> bool:
+    """Made outside ``module``'s own code: in another file, or in a copy of
+    a helper called from somewhere."""
+    site = getattr(obj, "site", None)
+    return isinstance(site, Site) and (site.module != module or bool(site.ctx))
 
 
 def rng_kind(obj: Obj) -> str | None:
@@ -583,9 +642,36 @@ def worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     return found
 
 
+def worker_entries(analysis: Analysis, loader: ExtCallObj) -> set[str]:
+    """The functions the DataLoader machinery itself calls in the workers
+    (``__getitem__``, ``collate_fn``...), as ``worker_code`` starts from."""
+    worker_code(analysis, loader)
+    found: set[str] = analysis.memo["worker-entries"][loader]
+    return found
+
+
+def only_in_workers(analysis: Analysis, loader: ExtCallObj, func: str) -> bool:
+    """Whether ``func`` runs only in the loader's workers: an entry, or a
+    function every caller of which is worker code. A method the main
+    process also calls (``signal.to(device)`` on a batch) is analysed
+    once for every caller, so what it makes there says nothing about what
+    it makes in the workers."""
+    if func in worker_entries(analysis, loader):
+        return True
+    callers = analysis.memo.get("callers")
+    if callers is None:
+        callers = analysis.memo["callers"] = {}
+        for caller, callees in analysis.solver.calls.items():
+            for callee in callees:
+                callers.setdefault(callee, set()).add(caller)
+    reach = worker_code(analysis, loader)
+    return callers.get(func, set()) <= reach
+
+
 def _worker_code(analysis: Analysis, loader: ExtCallObj) -> set[str]:
     solver = analysis.solver
     entries: set[str] = set()
+    analysis.memo.setdefault("worker-entries", {})[loader] = entries
     for hop in payload(analysis, loader):
         steps = hop.chain()
         if steps[0].via in ("collate_fn", "worker_init_fn") and len(steps) <= 2:
@@ -628,15 +714,16 @@ def _remade_in(analysis: Analysis, hop: Hop, reach: set[str]) -> bool:
 
 def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
     """For each DataLoader call site in ``module`` with workers and no
-    ``worker_init_fn`` (which might re-create it), the first generator
-    object its workers get a copy of and draw from in the code they run
-    (never re-seeded there): every worker replays the same numbers."""
+    ``worker_init_fn`` (which might re-create it), the generator objects
+    its workers get a copy of and draw from in the code they run (never
+    re-seeded there), shortest path first: every worker replays the same
+    numbers."""
     found: list[Culprit] = []
-    done: set[tuple[int, int]] = set()
+    done: set[tuple[tuple[int, int], Obj]] = set()
     uses = _generator_uses(analysis)
     for loader in loaders(analysis, module):
         place = (loader.obj.site.line, loader.obj.site.col)
-        if place in done or loader.workers.kind == "zero":
+        if loader.workers.kind == "zero":
             continue
         if _argument(loader.obj, "worker_init_fn", ROOTS["worker_init_fn"]) is not None:
             continue
@@ -652,9 +739,10 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
             if methods & RESEED_METHODS or not methods - INSPECT_METHODS:
                 continue
             assert isinstance(hop.obj, ExtCallObj)
+            if (place, hop.obj) in done or not connected(analysis, loader.obj, hop):
+                continue
             found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
-            done.add(place)
-            break
+            done.add((place, hop.obj))
     return found
 
 
@@ -716,3 +804,125 @@ def global_numpy_draws(analysis: Analysis, module: str) -> list[GlobalDraw]:
                 done.add(place)
                 break
     return found
+
+
+@dataclass(frozen=True)
+class WorkerCuda:
+    """A CUDA value the code a loader's workers run makes itself
+    (``x.to(self.device)`` in ``__getitem__`` with a CUDA device from the
+    program, a transform's ``torch.tensor(..., device=device)``)."""
+
+    loader: Loader
+    obj: ExtCallObj
+    sure: str  # "certain" or "maybe"
+    caller: str  # the function that makes it
+
+
+def cuda_made_by_workers(analysis: Analysis) -> list[WorkerCuda]:
+    """For every DataLoader of the program that may start workers, the CUDA
+    values made by the code its workers run; each value once, with the
+    first loader (in source order) that runs it."""
+    memo = analysis.memo.get("worker-cuda")
+    if memo is not None:
+        return memo
+    solver = analysis.solver
+    made: list[tuple[ExtCallObj, str, str]] = []
+    back: set[Obj] = set()  # ``x.cuda().cpu()``: brought back to the host
+    for obj in list(solver.objects.values()):
+        if isinstance(obj, ExtCallObj) and obj in solver.made_in:
+            callee = obj.callee
+            if isinstance(callee, ExtAttrObj) and callee.attr in HOST_METHODS:
+                back.add(callee.base)
+            sure = is_cuda_value(analysis, obj)
+            if sure is not None:
+                made.append((obj, sure, solver.made_in[obj]))
+    made = [item for item in made if item[0] not in back]
+    made.sort(key=lambda item: _order(item[0]))
+    found: list[WorkerCuda] = []
+    memo = analysis.memo["worker-cuda"] = found
+    if not made:
+        return found
+    seen: set[Obj] = set()
+    for loader in loaders(analysis):
+        if loader.workers.kind == "zero":
+            continue
+        reach = worker_code(analysis, loader.obj)
+        for obj, sure, caller in made:
+            if caller not in reach or obj in seen:
+                continue
+            if only_in_workers(analysis, loader.obj, caller):
+                seen.add(obj)
+                found.append(WorkerCuda(loader, obj, sure, caller))
+    return found
+
+
+def every_cuda_culprit(analysis: Analysis) -> list[Culprit]:
+    """``cuda_culprits`` for the DataLoaders of every module."""
+    memo = analysis.memo.get("cuda-culprits")
+    if memo is None:
+        modules = sorted({lo.obj.site.module for lo in loaders(analysis)})
+        memo = analysis.memo["cuda-culprits"] = [
+            c for m in modules for c in cuda_culprits(analysis, m)
+        ]
+    return memo
+
+
+def _imports_of(analysis: Analysis, module: str) -> set[str]:
+    """The program modules ``module`` imports (any statement, any depth of
+    its body), once per model."""
+    memo: dict[str, set[str]] = analysis.memo.setdefault("imports-of", {})
+    found = memo.get(module)
+    if found is None:
+        found = memo[module] = set()
+        program = analysis.solver.program
+        mod = program.modules.get(module)
+        if mod is None:
+            return found
+        for node in ast.walk(mod.tree):
+            names: list[str | None] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute(mod.obj, node.level, node.module)
+                names = [base] + [f"{base}.{a.name}" for a in node.names if base]
+            for name in names:
+                target = program.find(name, mod.obj) if name else None
+                if target is not None:
+                    found.add(target.obj.name)
+    return found
+
+
+def connected(analysis: Analysis, loader: ExtCallObj, hop: Hop) -> bool:
+    """Whether each object of the chain is made where the loader's program
+    can have made it: in a module of the loader's call chain or of an
+    earlier object's (their sites and call contexts), or one they import.
+    A field is read flow- and context-insensitively: ``self.transform =
+    transform`` in ``SliceDataset.__init__`` holds every transform any
+    script passes, so a dataset made in one script would get a transform
+    only another script makes (fastMRI's inference scripts and its
+    adaptive-varnet demo)."""
+    near: set[str] = set()
+
+    def add(obj: Obj) -> None:
+        site = getattr(obj, "site", None)
+        if isinstance(site, Site):
+            near.add(site.module)
+            near.update(s.module for s in site.ctx)
+        if isinstance(obj, InstObj):  # its class's methods make its fields
+            near.update(
+                c.module.name for c in analysis.solver.mro(obj.cls) if isinstance(c, ClassObj)
+            )
+
+    add(loader)
+    for step in hop.chain():
+        site = getattr(step.obj, "site", None)
+        if isinstance(site, Site) and step.parent is not None:
+            modules = {site.module, *(s.module for s in site.ctx)}
+            if not modules & near:
+                reach = set(near)
+                for module in near:
+                    reach |= _imports_of(analysis, module)
+                if not modules & reach:
+                    return False
+        add(step.obj)
+    return True

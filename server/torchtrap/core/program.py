@@ -42,7 +42,31 @@ class Program:
             while package and found is None:
                 found = self.modules.get(f"{package}.{name}")
                 package = package.rpartition(".")[0]
+        if found is None and importer is not None and "." in name:
+            found = self._by_folder(name, importer.path)
         return found
+
+    def _by_folder(self, name: str, importer: str) -> Module | None:
+        """A dotted name that starts at a folder above the importer: run as
+        ``python -m src.train`` from the repository, ``src/train.py``
+        imports ``src.data.sets`` although ``src`` is a source root (the
+        project index resolves it the same way)."""
+        by_path = self.__dict__.get("_paths")
+        if by_path is None or len(by_path) != len(self.modules):
+            by_path = self.__dict__["_paths"] = {
+                os.path.abspath(m.obj.path): m for m in self.modules.values()
+            }
+        rel = name.replace(".", os.sep)
+        folder = os.path.dirname(os.path.abspath(importer))
+        while True:
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py")):
+                found = by_path.get(os.path.join(folder, candidate))
+                if found is not None:
+                    return found
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
 
 
 def absolute(importer: ModuleObj, level: int, name: str | None) -> str | None:

@@ -50,6 +50,16 @@ MODULE_SELF_METHODS = frozenset(
 )
 
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Subclasses with torch's keywords but other positions after ``shuffle``
+# (``follow_batch``): only their first three arguments are read by position.
+KEYWORD_LOADERS = frozenset(
+    {
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
+    }
+)
+ALL_LOADERS = LOADERS | KEYWORD_LOADERS
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
 # Wrappers whose call runs the wrapped module's `forward` with the same arguments.
@@ -60,6 +70,16 @@ WRAPPERS = frozenset(
         "torch.nn.parallel.DistributedDataParallel",
         "torch.nn.parallel.data_parallel.DataParallel",
         "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+# A list of transforms applied in turn to what the object is called with.
+COMPOSES = frozenset(
+    {
+        "torchvision.transforms.Compose",
+        "torchvision.transforms.transforms.Compose",
+        "torchvision.transforms.v2.Compose",
+        "torch_geometric.transforms.Compose",
+        "monai.transforms.Compose",
     }
 )
 PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
@@ -1099,6 +1119,18 @@ class Solver:
             # `nn.DataParallel(net)(x)` is `net(x)`: its output, not a library value.
             self.call(obj.args[0], cs)
             return
+        if obj.type_name in COMPOSES and obj.args and cs.args:
+            # Each transform gets the input or another's output (read
+            # flow-insensitively: the order of the list is not followed).
+            flow = self.key("compose", obj)
+            self.edge(cs.args[0][0], flow)
+            if ("compose-out", obj) not in self.keyed:
+                out = self.key("compose-out", obj)
+                transforms = self.key("compose-each", obj)
+                self.load_elem(obj.args[0], ALL, transforms)
+                self.call(transforms, CallSite(cs.caller, cs.site, [(flow, False)], [], out))
+                self.edge(out, flow)
+            self.edge(self.key("compose-out", obj), cs.dst)
         self.add(cs.dst, (self._ext_call(obj, cs),))
 
     def _sequence(self, obj: ExtCallObj, cs: CallSite) -> int:
@@ -1187,7 +1219,7 @@ class Solver:
         self.add(cs.dst, (result,))
         if name in HF_TRAINERS:
             self._trainer_loaders(cs)
-        if name in LOADERS:
+        if name in ALL_LOADERS:
             self._loader_calls(result, cs)
         elif name in NAMESPACES:
             for key, node in cs.kwargs:
@@ -1203,6 +1235,8 @@ class Solver:
         def argument(name: str, position: int) -> int | None:
             if name in loader.kwargs:
                 return loader.kwargs[name]
+            if position > 2 and loader.type_name in KEYWORD_LOADERS:
+                return None
             return loader.args[position] if position < len(loader.args) else None
 
         index = self.holding(self.external("<builtin>.int"))  # any index: reads every element

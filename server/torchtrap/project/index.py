@@ -368,11 +368,19 @@ class Project:
     def _beside(self, name: str, importer: str) -> ModuleSummary | None:
         folder = os.path.dirname(os.path.abspath(importer))
         rel = name.replace(".", os.sep)
-        for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
-            found = self._by_path.get(os.path.join(folder, candidate))
-            if found is not None:
-                return found
-        return None
+        # A dotted name may also start at a folder above the script: run as
+        # `python -m src.train` from the repository, `src/train.py` imports
+        # `src.data.sets` although `src` is a source root. A single name is
+        # left to the script's own folder (`utils` above it is a guess).
+        while True:
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
+                found = self._by_path.get(os.path.join(folder, candidate))
+                if found is not None:
+                    return found
+            parent = os.path.dirname(folder)
+            if "." not in name or parent == folder:
+                return None
+            folder = parent
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

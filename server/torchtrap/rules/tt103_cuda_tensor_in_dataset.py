@@ -25,7 +25,7 @@ from torchtrap.fixes.no_workers import can_set_no_workers, no_workers_fix
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.datasets import Exposure, Judgement, judge, related_message
 from torchtrap.values.remote import remote_uses
-from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
+from torchtrap.values.worker_payload import PayloadCulprit, cuda_here, payload_culprits
 
 # Calls that bring a CUDA tensor back to the host (the chain ends on the CPU).
 BACK_TO_CPU = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -100,6 +100,15 @@ class CudaTensorInDataset(Rule):
     it has `num_workers=0`, for `.to("cpu")`, `.to(dtype)`, a CUDA value
     brought back with `.cpu()`/`.item()`, and `.cuda()` outside Datasets
     (the training loop).
+
+    Across files (the whole-program model): a CUDA value made by code that
+    runs only in a DataLoader's workers (`.to(self.device)` in
+    `__getitem__` with the CUDA device passed in from the training script,
+    a transform of a `Compose` that makes tensors on a CUDA device) is
+    reported where it is made; a CUDA tensor that a helper in another file
+    makes and the dataset keeps is reported at the DataLoader and at the
+    dataset's call that gets it. The message names the worker count and the
+    DataLoader.
 
     `torchtrap run` walks the dataset when a DataLoader with workers starts
     (attributes, containers, closures, bound methods; bounded) and reports
@@ -176,7 +185,8 @@ class CudaTensorInDataset(Rule):
         "under spawn are pytorch #128497 and #156618."
     )
     default_severity = Severity.ERROR
-    requires_text = ("cuda", "DataLoader")
+    # "device", "Dataset": a CUDA value from another file (the whole-program model)
+    requires_text = ("cuda", "DataLoader", "device", "Dataset", "__getitem__")
 
     def check(self) -> Iterable[Finding]:
         datasets = self.ctx.values.datasets
@@ -211,6 +221,17 @@ class CudaTensorInDataset(Rule):
         ctx = self.ctx
         for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "tensor"):
             yield self._payload_finding(found)
+        if ctx.project is None:
+            return
+        for here in cuda_here(ctx.project, ctx.path, ctx.text, ctx.tree):
+            if id(here.node) in reported:
+                continue  # this file's own detection said it
+            yield self.finding(
+                here.node,
+                here.message,
+                severity=Severity.ERROR if here.certain else Severity.WARNING,
+                related=here.related,
+            )
 
     def _payload_finding(self, found: PayloadCulprit) -> Finding:
         """A CUDA tensor the whole program shows reaching this DataLoader's

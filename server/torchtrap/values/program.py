@@ -21,7 +21,7 @@ from torchtrap.core.program import MAX_FILE_BYTES, Program
 from torchtrap.core.solver import HF_TRAINERS
 from torchtrap.findings import Range
 from torchtrap.project.index import Project
-from torchtrap.project.summary import ModuleSummary
+from torchtrap.project.summary import ModuleSummary, module_key
 
 MAX_FILES = 3_000  # the model of a project this size takes seconds; past it, none
 MAX_EDITED_FILES = 300  # an unsaved buffer: the model is rebuilt for it
@@ -135,6 +135,22 @@ def program_model(project: Project | None, path: str, text: str, tree: ast.Modul
     return _model(project, this, text, tree, _reached(project, this), MAX_FILES, MAX_SOURCE_BYTES)
 
 
+def reached_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
+    """The loaders' model asked from a file that may build none (a
+    dataset's, a helper's): the same model as the loaders' files get when
+    this file is one they reach, None otherwise (nothing is built for a
+    file no loader reaches)."""
+    if project is None or not path.endswith(".py"):
+        return None  # a notebook: no loader imports it (and each is a project of its own)
+    this = os.path.abspath(path)
+    if project.summary(this) is None:
+        return None
+    reached = _reached(project, this)
+    if not any(os.path.abspath(s.path) == this for s in reached):
+        return None
+    return _model(project, this, text, tree, reached, MAX_FILES, MAX_SOURCE_BYTES)
+
+
 def module_model(project: Project | None, path: str, text: str, tree: ast.Module) -> Model | None:
     """A model of this file and what it imports (transitively), for a
     question about one of its expressions (what a module's ``forward``
@@ -185,11 +201,9 @@ def _model(
         entries[where] = (summary.module or _stem(where), summary.is_package)
     if this not in entries:
         entries[this] = (_stem(this), False)
-    if len(entries) > most or _source_bytes(entries, this, text) > most_bytes:
+    if len(entries) > most:
         return None
     edited = not _same_as_disk(this, text)
-    if edited and len(entries) > MAX_EDITED_FILES:
-        return None
     # One model per project index: `check` lints every file against the same
     # one, an editor makes a new one when a file changes. The index is kept
     # with the model so that its id is not reused while the entry lives.
@@ -204,6 +218,13 @@ def _model(
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not owner:
+        # Sized only when built: every file of a project asks the same
+        # model, and a stat of each of its files per lint added up (466
+        # files of Diffusion-LM asked it: 0.05 s each)
+        if _source_bytes(entries, this, text) > most_bytes:
+            return None
+        if edited and len(entries) > MAX_EDITED_FILES:
+            return None
         _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
         found = (owner, analyse(_load(entries, this, tree)))
         _MEMO[key] = found
@@ -234,7 +255,28 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     memo = _REACHED.get(id(project))
     if memo is not None and memo[0] is project:
         return memo[1]
-    found = _closure(project, [s for s in project if _builds_loaders(s)])
+    builders = [s for s in project if _builds_loaders(s)]
+    found = _closure(project, builders)
+    # The modules that import a loader's module call its helpers
+    # (``load_data(ids, load_embedding())`` in the training script): what
+    # they pass is what the workers get. Taken when the model stays within
+    # its bounds, else the loaders' own closure as before.
+    keys = {module_key(s) for s in builders}
+    callers = [s for s in project if keys.intersection(_imports(project, s))]
+    if callers:
+        # the callers and what they import directly (the helper that makes
+        # what they pass), not their whole closure (their models, trainers)
+        seen = {s.path for s in found}
+        wider = list(found)
+        for summary in callers + [
+            project.modules[n] for c in callers for n in _imports(project, c)
+        ]:
+            if summary.path not in seen:
+                seen.add(summary.path)
+                wider.append(summary)
+        sizes = {os.path.abspath(s.path): ("", False) for s in wider}
+        if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
+            found = wider
     _REACHED.clear()  # one project at a time: check has one, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found
@@ -305,7 +347,9 @@ def _same_as_disk(path: str, text: str) -> bool:
     key = (path, stat.st_mtime_ns, stat.st_size, hash(text))
     if _DISK[0][0] != key:
         try:
-            with open(path, encoding="utf-8", newline="") as handle:
+            # utf-8-sig: the linter's text has no byte-order mark (NVlabs'
+            # files start with one; read as "edited", each built a model)
+            with open(path, encoding="utf-8-sig", newline="") as handle:
                 same = handle.read() == text
         except (OSError, UnicodeDecodeError, ValueError):
             same = False

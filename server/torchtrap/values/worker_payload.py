@@ -19,9 +19,12 @@ from torchtrap.core.objects import ClassObj, InstObj, Site
 from torchtrap.core.payload import (
     Culprit,
     Hop,
+    Loader,
     chain_text,
     cuda_culprits,
+    cuda_made_by_workers,
     describe,
+    every_cuda_culprit,
     global_numpy_draws,
     model_culprits,
     rng_culprits,
@@ -30,7 +33,7 @@ from torchtrap.core.payload import (
 from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Range, RelatedLocation
 from torchtrap.project.index import Project
-from torchtrap.values.program import Model, program_model
+from torchtrap.values.program import Model, program_model, reached_model
 from torchtrap.values.program_values import value_path
 
 
@@ -78,7 +81,19 @@ def payload_culprits(
         culprits = rng_culprits(model.analysis, model.module)
     else:
         culprits = [c for c in cuda_culprits(model.analysis, model.module) if c.kind == kind]
+    said: set[tuple[int, int, str, int]] = set()
     for culprit in culprits:
+        # One finding per DataLoader and line made (a copy per call context,
+        # ``origins.to(d), directions.to(d)``: the same mistake)
+        spot = (culprit.loader.obj.site.line, culprit.loader.obj.site.col)
+        # a generator or a model: one per DataLoader, the first the file's rules do not see
+        said_key = (
+            (*spot, "", 0)
+            if kind in ("rng", "model")
+            else (*spot, culprit.made.module, culprit.made.line)
+        )
+        if said_key in said:
+            continue
         if _seen_by_the_file_rules(culprit, model, with_bases=kind == "rng"):
             continue
         if kind != "rng" and _all_here(culprit, model.module):
@@ -96,6 +111,7 @@ def payload_culprits(
             if row[0] is not None or not (inside.start <= row[1].start and row[1].end <= inside.end)
         ]
         rows = [RelatedLocation(rng, note, path=path) for path, rng, note in related]
+        said.add(said_key)
         found.append(PayloadCulprit(culprit, node, rows))
     return found
 
@@ -120,12 +136,30 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
     classes = [owner.cls]
     if with_bases:
         mro = model.analysis.solver.mro(owner.cls)
-        classes += [c for c in mro if isinstance(c, ClassObj) and c is not owner.cls]
+        # A base the file's rule reads with the dataset: in the dataset's
+        # own file, or a dataset itself (own ``__getitem__``/``__iter__``);
+        # a ``Seedable`` mixin in another file that only makes the
+        # generator is no dataset there: its draws are elsewhere
+        classes += [
+            c
+            for c in mro
+            if isinstance(c, ClassObj)
+            and c is not owner.cls
+            and (c.module is owner.cls.module or _has_entry(c.node))
+        ]
     made = culprit.made
     return any(
         cls.module.name == made.module
         and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
         for cls in classes
+    )
+
+
+def _has_entry(node: ast.ClassDef) -> bool:
+    return any(
+        isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and fn.name in ("__getitem__", "__iter__")
+        for fn in node.body
     )
 
 
@@ -229,3 +263,90 @@ def payload_draws(
             )
         )
     return found
+
+
+@dataclass
+class CudaHere:
+    """A CUDA value that reaches DataLoader workers, reported in the file
+    where it enters the worker code or the dataset: the ``.to(device)``
+    that ``__getitem__`` runs with a CUDA device from another file, or the
+    call in a dataset's file whose result (a CUDA tensor made by a helper
+    elsewhere) the dataset keeps, with the DataLoader in another file."""
+
+    node: ast.Call  # in the linted file
+    message: str
+    certain: bool
+    related: list[RelatedLocation]
+
+
+def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[CudaHere]:
+    model = reached_model(project, path, text, tree)
+    if model is None:
+        return []
+    analysis, module = model.analysis, model.module
+    solver = analysis.solver
+    calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    here = os.path.abspath(path)
+    found: dict[tuple[int, int], CudaHere] = {}
+
+    def loader_row(loader: Loader) -> list[RelatedLocation]:
+        site = loader.obj.site
+        where = model.where(site.module, site.line, site.col)
+        if where is None:
+            return []
+        note = f"the DataLoader ({workers_text(loader.workers, short=True)})"
+        return [RelatedLocation(where[1], note, path=_other(where[0], here))]
+
+    for made in cuda_made_by_workers(analysis):
+        site = made.obj.site
+        node = calls.get((site.line, site.col)) if site.module == module else None
+        if node is None:
+            continue
+        loader = made.loader
+        func = made.caller.rsplit(".", 1)[-1]
+        certain = made.sure == "certain" and loader.workers.kind == "some"
+        tail = "a crash (fork) or zeros (spawn)" if certain else "a possible crash or zeros"
+        count = workers_text(loader.workers, short=True)
+        text_ = _fitting(
+            f"`{func}` puts data on the GPU in the workers of the DataLoader at "
+            f"{solver.where(loader.obj.site)} ({count}): {tail}",
+            f"`{func}` puts data on the GPU in DataLoader workers ({count}): {tail}",
+        )
+        # one per line: ``torch.tensor(a, device=d), torch.tensor(b, device=d)``
+        found.setdefault((site.line, 0), CudaHere(node, text_, certain, loader_row(loader)))
+    for culprit in every_cuda_culprit(analysis):
+        if culprit.kind != "tensor" or culprit.loader.obj.site.module == module:
+            continue  # at a DataLoader of this file, its own finding says it
+        owner = culprit.hop.chain()[0].obj
+        if not isinstance(owner, InstObj) or owner.cls.module.name != module:
+            continue
+        if _seen_by_the_file_rules(culprit, model, with_bases=False) or _all_here(culprit, module):
+            continue
+        anchors = [s for s in (*culprit.made.ctx, culprit.made) if s.module == module]
+        node = calls.get((anchors[-1].line, anchors[-1].col)) if anchors else None
+        if node is None:
+            continue
+        loader = culprit.loader
+        certain = culprit.sure == "certain" and loader.workers.kind == "some"
+        tail = "a crash (fork) or zeros (spawn)" if certain else "a possible crash or zeros"
+        count = workers_text(loader.workers, short=True)
+        text_ = _fitting(
+            f"`{describe(owner)}` keeps this CUDA tensor: DataLoader workers get a copy "
+            f"({count}, {solver.where(loader.obj.site)}): {tail}",
+            f"`{describe(owner)}` keeps this CUDA tensor: DataLoader workers get a copy "
+            f"({count}): {tail}",
+            f"the dataset keeps this CUDA tensor: DataLoader workers get a copy ({count}): {tail}",
+        )
+        rows = loader_row(loader)
+        where = model.where(culprit.made.module, culprit.made.line, culprit.made.col)
+        if where is not None:
+            rows.append(
+                RelatedLocation(where[1], "the CUDA tensor made here", path=_other(where[0], here))
+            )
+        found.setdefault((node.lineno, 0), CudaHere(node, text_, certain, rows))
+    return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
+
+
+def _fitting(*messages: str) -> str:
+    """The first message that fits a Problems-panel line (the last one if none)."""
+    return next((m for m in messages if len(m) <= MESSAGE_LIMIT), messages[-1])
