@@ -41,6 +41,7 @@ from torchtrap.facts.generators import (
     SELF_RETURNING,
 )
 from torchtrap.facts.modules import STATELESS_LAYERS, holds_only_buffers
+from torchtrap.facts.workers import says_fork
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
 ROOTS = {"dataset": 0, "sampler": 3, "batch_sampler": 4, "collate_fn": 6, "worker_init_fn": 10}
@@ -504,10 +505,30 @@ def workers_text(workers: Workers, short: bool = False) -> str:
 
 
 def _forks(analysis: Analysis, loader: ExtCallObj) -> bool:
-    """``multiprocessing_context="fork"``: nothing is pickled."""
+    """``multiprocessing_context="fork"``, or the loader's module calls
+    ``set_start_method("fork")``: nothing is pickled."""
     node = loader.kwargs.get("multiprocessing_context")
     objs = analysis.solver.pts[node] if node is not None else set()
-    return bool(objs) and all(isinstance(o, ConstObj) and o.value == "fork" for o in objs)
+    if objs and all(isinstance(o, ConstObj) and o.value == "fork" for o in objs):
+        return True
+    return _pins_fork(analysis, loader.site.module)
+
+
+def _pins_fork(analysis: Analysis, module: str) -> bool:
+    key = ("pins fork", module)
+    found = analysis.memo.get(key)
+    if found is None:
+        tree = analysis.solver.program.modules.get(module)
+        found = analysis.memo[key] = tree is not None and any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Attribute, ast.Name))
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "set_start_method"
+            and bool(node.args)
+            and says_fork(node.args[0])
+            for node in ast.walk(tree.tree)
+        )
+    return bool(found)
 
 
 def holds_parameters(analysis: Analysis, obj: Obj) -> bool:

@@ -148,7 +148,7 @@ def start_method(loader: DataLoaderCall) -> str | None:
     context = loader.argument("multiprocessing_context")
     if context is None:
         return None
-    if _says_fork(context):
+    if says_fork(context):
         return "fork"
     for method in ("spawn", "forkserver"):
         if _says(context, method):
@@ -178,12 +178,12 @@ def fork_only(
 def pins_fork(facts: ModuleFacts) -> bool:
     """The module calls ``set_start_method("fork")`` (any receiver)."""
     return any(
-        call.args and _says_fork(call.args[0])
+        call.args and says_fork(call.args[0])
         for call in facts.calls_by_name.get("set_start_method", ())
     )
 
 
-def _says_fork(expr: ast.expr) -> bool:
+def says_fork(expr: ast.expr) -> bool:
     return _says(expr, "fork")
 
 

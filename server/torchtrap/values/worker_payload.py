@@ -94,7 +94,7 @@ def payload_culprits(
         )
         if said_key in said:
             continue
-        if _seen_by_the_file_rules(culprit, model, with_bases=kind == "rng"):
+        if _seen_by_the_file_rules(culprit, model, with_bases=True):
             continue
         if kind != "rng" and _all_here(culprit, model.module):
             continue  # the file's rules see datasets' own generators only, not owned objects'
