@@ -75,6 +75,8 @@ class ProjectIndex:
         self.layouts: dict[str, Layout] = {}  # absolute path -> root, module, config
         self.summaries: dict[str, dict[str, ModuleSummary]] = {}  # root -> path -> summary
         self._projects: dict[str, Project] = {}  # built on first use after a change
+        # root -> path -> an open document's text (the whole-program model reads it)
+        self.texts: dict[str, dict[str, str]] = {}
         self._graphs: dict[str, ImportGraph] = {}  # root -> who imports whom
         self._notebook_roots: dict[str, str | None] = {}  # notebook path -> project root
         # open document path -> what its last lint read of the project
@@ -106,7 +108,7 @@ class ProjectIndex:
         if self.folders:
             self._spawn(self._build(self.generation, list(self.folders)))
         elif self.ready:  # the last folder was closed: lint open files alone again
-            self.layouts, self.summaries = {}, {}
+            self.layouts, self.summaries, self.texts = {}, {}, {}
             self._projects.clear()
             self._graphs.clear()
             self.ready = False
@@ -263,7 +265,8 @@ class ProjectIndex:
     def project(self, root: str) -> Project | None:
         project = self._projects.get(root)
         if project is None and root in self.summaries:
-            project = self._projects[root] = Project(self.summaries[root].values())
+            texts = self.texts.get(root, {})
+            project = self._projects[root] = Project(self.summaries[root].values(), dict(texts))
         return project
 
     def context(self, snap: Snapshot) -> tuple[Project | None, tuple[str, bool] | None]:
@@ -300,19 +303,31 @@ class ProjectIndex:
         if result.summary is None or not snap.path:
             return False  # a syntax error keeps the last good summary
         seen = result.project.summary(snap.path) if result.project is not None else None
-        self.update(snap.path, result.summary)
+        text = snap.docs[0].text if not snap.notebook and snap.docs else None
+        self.update(snap.path, result.summary, text)
         return result.project is not None and (
             seen is None or _shape(seen) != _shape(result.summary)
         )
 
     # -- changes -------------------------------------------------------------
-    def update(self, path: str, summary: ModuleSummary | None) -> None:
-        """A file's new summary (None: deleted); relints the other open
-        documents it may change."""
+    def update(self, path: str, summary: ModuleSummary | None, text: str | None = None) -> None:
+        """A file's new summary (None: deleted), from an open document's
+        ``text`` or (None) from the disk; relints the other open documents
+        it may change."""
         path = os.path.abspath(path)
         layout = self.layouts.get(path)
         if layout is None:
             return
+        # What the whole-program model reads for this file (the buffer, not
+        # the disk, while it is open). A new text makes a new project, so the
+        # model that read the old one is not reused.
+        texts = self.texts.setdefault(layout.root, {})
+        if texts.get(path) != text:
+            if text is None:
+                texts.pop(path, None)
+            else:
+                texts[path] = text
+            self._projects.pop(layout.root, None)
         files = self.summaries.setdefault(layout.root, {})
         old = files.get(path)
         if old == summary:

@@ -34,7 +34,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
@@ -182,7 +182,12 @@ def location(path: str, span: Span, folder: str | None = None) -> str:
 class Project:
     """Summaries of every indexed module and the queries rules ask of them."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
+    def __init__(
+        self, summaries: Iterable[ModuleSummary], texts: Mapping[str, str] | None = None
+    ) -> None:
+        # An editor's open documents (absolute path -> text): what the
+        # whole-program model reads for them instead of the disk.
+        self.texts: Mapping[str, str] = texts or {}
         self._by_path: dict[str, ModuleSummary] = {}
         self.modules: dict[str, ModuleSummary] = {}
         # with_file(): the project this one extends, and the file it adds
@@ -210,7 +215,7 @@ class Project:
         removed). For an editor: the old project stays valid for readers."""
         key = os.path.abspath(path)
         rest = [s for p, s in self._by_path.items() if p != key]
-        return Project(rest + ([summary] if summary is not None else []))
+        return Project(rest + ([summary] if summary is not None else []), self.texts)
 
     def with_file(self, summary: ModuleSummary) -> Project:
         """This project plus a file no import names (a notebook, or any file
@@ -218,7 +223,7 @@ class Project:
         project built over every module are reused with this file's entries
         added, not rebuilt (an editor lints a notebook on each keystroke;
         rebuilding them took ~30 ms on a 630-module project)."""
-        overlay = Project(())
+        overlay = Project((), self.texts)
         overlay._by_path = {**self._by_path, os.path.abspath(summary.path): summary}
         overlay.modules = {**self.modules, module_key(summary): summary}
         overlay._base, overlay._added = self, summary

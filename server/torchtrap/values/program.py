@@ -211,10 +211,14 @@ def _model(
     # every lint) is known by its text; a project by its index.
     alone = project is None or len(entries) == 1
     owner = None if alone else project
+    # An editor's open documents: the model reads their text, not the disk.
+    texts = {p: t for p, t in (project.texts.items() if project else ()) if p in entries}
+    texts.pop(this, None)
     key = (
         id(owner),
         this if alone else frozenset(entries),
         hash(text) if edited or alone else None,
+        tuple(sorted((p, hash(t)) for p, t in texts.items())),
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not owner:
@@ -226,7 +230,7 @@ def _model(
         if edited and len(entries) > MAX_EDITED_FILES:
             return None
         _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
-        found = (owner, analyse(_load(entries, this, tree)))
+        found = (owner, analyse(_load(entries, this, tree, texts)))
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
@@ -357,13 +361,18 @@ def _same_as_disk(path: str, text: str) -> bool:
     return _DISK[0][1]
 
 
-def _load(entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module) -> Program:
+def _load(
+    entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module, texts: dict[str, str]
+) -> Program:
     program = Program()
     for path, (name, package) in sorted(entries.items()):
         if path == this:
             program.add(name, path, package, tree)
             continue
         try:
+            if path in texts:  # an open document: its text, not the disk's
+                program.add(name, path, package, ast.parse(texts[path], filename=path))
+                continue
             if os.path.getsize(path) > MAX_FILE_BYTES:
                 continue
             with open(path, "rb") as handle:
