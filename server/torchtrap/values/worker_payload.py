@@ -304,9 +304,7 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
             continue
         loader = made.loader
         func = made.caller.rsplit(".", 1)[-1]
-        certain = made.sure == "certain" and loader.workers.kind == "some"
-        tail = "a crash (fork) or zeros (spawn)" if certain else "a possible crash or zeros"
-        count = workers_text(loader.workers, short=True)
+        certain, tail, count = _consequence(made.sure, loader)
         text_ = _fitting(
             f"`{func}` puts data on the GPU in the workers of the DataLoader at "
             f"{solver.where(loader.obj.site)} ({count}): {tail}",
@@ -327,9 +325,7 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
         if node is None:
             continue
         loader = culprit.loader
-        certain = culprit.sure == "certain" and loader.workers.kind == "some"
-        tail = "a crash (fork) or zeros (spawn)" if certain else "a possible crash or zeros"
-        count = workers_text(loader.workers, short=True)
+        certain, tail, count = _consequence(culprit.sure, loader)
         text_ = _fitting(
             f"`{describe(owner)}` keeps this CUDA tensor: DataLoader workers get a copy "
             f"({count}, {solver.where(loader.obj.site)}): {tail}",
@@ -350,3 +346,11 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
 def _fitting(*messages: str) -> str:
     """The first message that fits a Problems-panel line (the last one if none)."""
     return next((m for m in messages if len(m) <= MESSAGE_LIMIT), messages[-1])
+
+
+def _consequence(sure: str, loader: Loader) -> tuple[bool, str, str]:
+    """Whether a CUDA value in the workers is certain, what it does, and
+    the worker count as a finding says it."""
+    certain = sure == "certain" and loader.workers.kind == "some"
+    tail = "a crash (fork) or zeros (spawn)" if certain else "a possible crash or zeros"
+    return certain, tail, workers_text(loader.workers, short=True)
