@@ -319,15 +319,18 @@ class ProjectIndex:
         if layout is None:
             return
         # What the whole-program model reads for this file (the buffer, not
-        # the disk, while it is open). A new text makes a new project, so the
-        # model that read the old one is not reused.
+        # the disk, while it is open); the model's memo is keyed by these
+        # texts. A keystroke does not rebuild the project and its tables: the
+        # cached project gets a new mapping (a lint in flight keeps the old).
         texts = self.texts.setdefault(layout.root, {})
         if texts.get(path) != text:
             if text is None:
                 texts.pop(path, None)
             else:
                 texts[path] = text
-            self._projects.pop(layout.root, None)
+            cached = self._projects.get(layout.root)
+            if cached is not None:
+                cached.texts = dict(texts)
         files = self.summaries.setdefault(layout.root, {})
         old = files.get(path)
         if old == summary:

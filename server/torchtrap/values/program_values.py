@@ -68,16 +68,17 @@ def value_path(
         ]
         calls = calls[inside[0] :] if inside else calls
     rows = [
-        RelatedLocation(rng, f"made inside {func}, called here", path=_other(path, here))
+        RelatedLocation(rng, f"made inside {func}, called here", path=other_path(path, here))
         for path, rng, func in calls
     ]
     where = model.where(made.module, made.line, made.col)
     if where is not None:
-        rows.append(RelatedLocation(where[1], note, path=_other(where[0], here)))
+        rows.append(RelatedLocation(where[1], note, path=other_path(where[0], here)))
     return rows
 
 
-def _other(path: str, here: str) -> str | None:
+def other_path(path: str, here: str) -> str | None:
+    """A related row's path: None for the linted file ``here`` itself."""
     return None if same_file(path, here) else path
 
 

@@ -34,7 +34,7 @@ from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Range, RelatedLocation
 from torchtrap.project.index import Project
 from torchtrap.values.program import Model, program_model, reached_model
-from torchtrap.values.program_values import value_path
+from torchtrap.values.program_values import other_path, value_path
 
 
 @dataclass
@@ -175,7 +175,7 @@ def _related(
             counts = "/".join(str(v) for v in loader.workers.values if v)
             rows.append(
                 (
-                    _other(where[0], here),
+                    other_path(where[0], here),
                     where[1],
                     f"the DataLoader is built from here, with {counts} workers",
                 )
@@ -187,7 +187,11 @@ def _related(
         where = model.where(site.module, site.line, site.col)
         if where is not None:
             rows.append(
-                (_other(where[0], here), where[1], f"{hop.via}: `{describe(hop.obj)}` made here")
+                (
+                    other_path(where[0], here),
+                    where[1],
+                    f"{hop.via}: `{describe(hop.obj)}` made here",
+                )
             )
     what = {
         "module": "the model moved to the GPU here",
@@ -207,10 +211,6 @@ def _made_at(hop: Hop) -> Site | None:
     if isinstance(obj, ClassObj):
         return None
     return site if isinstance(site, Site) else None
-
-
-def _other(path: str, here: str) -> str | None:
-    return None if os.path.abspath(path) == here else path
 
 
 @dataclass
@@ -249,7 +249,7 @@ def payload_draws(
             RelatedLocation(
                 where[1],
                 f"`{name}` draws from numpy's global generator (in `{draw.caller}`)",
-                path=_other(where[0], here),
+                path=other_path(where[0], here),
             )
         ]
         found.append(
@@ -295,7 +295,7 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
         if where is None:
             return []
         note = f"the DataLoader ({workers_text(loader.workers, short=True)})"
-        return [RelatedLocation(where[1], note, path=_other(where[0], here))]
+        return [RelatedLocation(where[1], note, path=other_path(where[0], here))]
 
     for made in cuda_made_by_workers(analysis):
         site = made.obj.site
@@ -337,7 +337,9 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
         where = model.where(culprit.made.module, culprit.made.line, culprit.made.col)
         if where is not None:
             rows.append(
-                RelatedLocation(where[1], "the CUDA tensor made here", path=_other(where[0], here))
+                RelatedLocation(
+                    where[1], "the CUDA tensor made here", path=other_path(where[0], here)
+                )
             )
         found.setdefault((node.lineno, 0), CudaHere(node, text_, certain, rows))
     return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
