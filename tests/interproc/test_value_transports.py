@@ -191,3 +191,66 @@ def test_the_sum_of_a_slice_of_a_probability_over_the_cut_dimension(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _lines(tmp_path, {"mass.py": MASS}, "TT201", capsys) == [("mass.py", 8), ("mass.py", 10)]
+
+
+# Branch `core3`: a normalisation spelled with `unsqueeze` or `torch.sum`,
+# in the module's values and in the whole-program model (made by a helper
+# whose dimension is a parameter, reaching a module-level function's
+# parameter from a method).
+NORMALISED = """\
+import torch
+
+
+def local(p, w):
+    q = p / torch.sum(p, 1).unsqueeze(1)
+    r = p / p.sum(-1).unsqueeze(-1)
+    s = p / torch.sum(p, 1, keepdim=True)
+    t = p / torch.sum(p, 1).unsqueeze(0)  # another dimension kept: no normalisation
+    u = p / torch.sum(w, 1).unsqueeze(1)  # another tensor's sum
+    v = p / p.sum(1)  # nothing kept
+    a = torch.log(q)  # 11
+    b = torch.log(r)  # 12
+    c = torch.log(s)  # 13
+    return a + b + c + torch.log(t) + torch.log(u) + torch.log(v)
+"""
+
+SMOOTH = """\
+import torch
+
+
+def smooth(logits, temp, dim):
+    log = logits ** (1 / temp)
+    return log / torch.sum(log, dim).unsqueeze(1)
+
+
+def kl(old, new):
+    return -torch.mean(torch.sum(old * torch.log(new), 1))  # 10
+
+
+class Lwf(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.soft = torch.nn.Softmax(dim=1)
+
+    def observe(self, outputs, logits):
+        return kl(smooth(self.soft(logits), 2, 1), smooth(self.soft(outputs), 2, {dim}))
+"""
+
+
+def test_a_normalisation_spelled_with_unsqueeze(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"norm.py": NORMALISED}, "TT201", capsys) == [
+        ("norm.py", 11),
+        ("norm.py", 12),
+        ("norm.py", 13),
+    ]
+
+
+@pytest.mark.parametrize(("dim", "expected"), [("1", [("lwf.py", 10)]), ("0", [])])
+def test_a_normalisation_made_by_a_helper_reaches_a_parameter(
+    tmp_path: Path, dim: str, expected: list[tuple[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"lwf.py": SMOOTH.format(dim=dim)}
+    assert _lines(tmp_path, files, "TT201", capsys) == expected
+

@@ -13,9 +13,11 @@ from torchtrap.core.analysis import Analysis
 from torchtrap.core.objects import (
     BoundObj,
     ClassObj,
+    ConstObj,
     ContainerObj,
     ExtAttrObj,
     ExtCallObj,
+    ExternalObj,
     FuncObj,
     InstObj,
     ModuleObj,
@@ -23,7 +25,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
-from torchtrap.core.solver import SEQUENTIALS
+from torchtrap.core.solver import NORMALISED, SEQUENTIALS, Solver
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
 from torchtrap.facts.remote import same_file
@@ -93,7 +95,8 @@ def program_probability(model: Model, node: ast.expr) -> ProgramProbability | No
     # Calling a library `Sequential` gives its chain's output and an opaque
     # value for the call itself: the chain says what comes out.
     chained = [o for o in values if not _sequential_call(o)]
-    found = [_probability(obj, MAX_KEEP_STEPS) for obj in chained or values]
+    solver = model.analysis.solver
+    found = [_probability(solver, obj, MAX_KEEP_STEPS) for obj in chained or values]
     if any(f is None for f in found):
         return None  # a value that is not a probability on some path
     kinds = {f.kind for f in found if f is not None}
@@ -106,12 +109,14 @@ def _sequential_call(obj: Obj) -> bool:
     return isinstance(callee, ExtCallObj) and callee.type_name in SEQUENTIALS and bool(callee.args)
 
 
-def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
+def _probability(solver: Solver, obj: Obj, steps: int) -> ProgramProbability | None:
     if isinstance(obj, ExtAttrObj) and obj.attr == "[]" and steps > 0:
-        return _probability(obj.base, steps - 1)  # p[..., 0] is still p
+        return _probability(solver, obj.base, steps - 1)  # p[..., 0] is still p
     if not isinstance(obj, ExtCallObj) or steps <= 0:
         return None
     name = obj.type_name
+    if name == NORMALISED:
+        return ProgramProbability("normalised", obj.site) if _normalises(solver, obj) else None
     if name in SOFTMAX_FUNCTIONS:
         return ProgramProbability("softmax", obj.site)
     if name in SIGMOID_FUNCTIONS:
@@ -129,8 +134,25 @@ def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
         if callee.attr in SIGMOID_METHODS:
             return ProgramProbability("sigmoid", obj.site)
         if callee.attr in KEEP_METHODS:  # p.gather(...), p.view(...): still p
-            return _probability(callee.base, steps - 1)
+            return _probability(solver, callee.base, steps - 1)
     return None
+
+
+def _normalises(solver: Solver, obj: ExtCallObj) -> bool:
+    """A division the walker took for a normalisation is one: the function
+    form's callee is ``torch.sum``, and dimensions spelled differently
+    (``torch.sum(y, dim).unsqueeze(1)``) hold the same constant on every
+    path (``dim`` a parameter every caller passes 1)."""
+    called = obj.kwargs.get("sum")
+    if called is not None:
+        names = {o.name if isinstance(o, ExternalObj) else None for o in solver.pts[called]}
+        if names != {"torch.sum"}:
+            return False
+    if not obj.args:
+        return True  # spelled the same
+    held = [solver.pts[arg] for arg in obj.args]
+    values = [{o.value if isinstance(o, ConstObj) else None for o in h} for h in held]
+    return len(values[0]) == 1 and values[0] == values[1] and None not in values[0]
 
 
 def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
