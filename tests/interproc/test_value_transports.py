@@ -254,3 +254,80 @@ def test_a_normalisation_made_by_a_helper_reaches_a_parameter(
     files = {"lwf.py": SMOOTH.format(dim=dim)}
     assert _lines(tmp_path, files, "TT201", capsys) == expected
 
+
+# Branch `core3`: a model a caller puts in training mode just before it
+# passes it on, picked by a factory of another file's caller (the script
+# unpacks the factory's tuple): the whole-program model says which models
+# it may be (Hyperspectral-Classification's `val` under `train`).
+FACTORY = """\
+import torch
+import torch.nn as nn
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Deep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.{layer}
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def get_model(name):
+    if name == "small":
+        model = Small()
+    else:
+        model = Deep()
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def val(net, loader):
+    with torch.no_grad():
+        return [net(x) for x, _ in loader]  # 34
+
+
+def train(net, optimizer, loader, epochs):
+    for epoch in range(epochs):
+        net.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            net(x).sum().backward()
+            optimizer.step()
+        {switch}val(net, loader)
+"""
+
+SCRIPT = """\
+from models import get_model, train
+
+model, optimizer = get_model("deep")
+train(model, optimizer, [], 3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("layer", "switch", "expected"),
+    [
+        ("drop = nn.Dropout(0.5)", "", [("models.py", 34)]),
+        ("drop = nn.Dropout(0.5)", "net.eval()\n        ", []),  # switched before it
+        ("out = nn.Linear(2, 2)", "", []),  # no model the factory picks has one
+    ],
+)
+def test_a_model_trained_by_its_caller_and_picked_by_a_factory(
+    tmp_path: Path,
+    layer: str,
+    switch: str,
+    expected: list[tuple[str, int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = {"models.py": FACTORY.format(layer=layer, switch=switch), "main.py": SCRIPT}
+    assert _lines(tmp_path, files, "TT207", capsys) == expected

@@ -372,6 +372,85 @@ _PLAIN_LIBRARIES = ("torch.", "numpy.", "math.", "<builtin>.", "builtins.")
 MAX_LAYER_OBJECTS = 400
 
 
+@dataclass(frozen=True)
+class TrainModeParts:
+    """The train-mode layers of the models an expression may hold."""
+
+    layers: list[tuple[str, Site]]  # (the layer's class name, where it is made), one per model
+    classes: list[str]  # the project classes (qualified) of the models that have them
+    every: bool  # every model the expression may hold has one (else some only)
+
+
+def program_train_mode_parts(model: Model, node: ast.expr) -> TrainModeParts | None:
+    """Which of the models ``node`` (a node of the linted file) may hold
+    behave differently in train mode, model by model (a factory that picks
+    one of many classes: some with Dropout, some without), as
+    :func:`program_train_mode_layers` judges each; None when none is known
+    to, or a value is no module."""
+    twin = model.twin(node)
+    found = model.analysis.values(twin) if twin is not None else None
+    values = [o for o in found or () if not isinstance(o, ModuleObj)]
+    if not values or not all(is_module(model.analysis, obj) for obj in values):
+        return None
+    layers: list[tuple[str, Site]] = []
+    classes: list[str] = []
+    every = True
+    for obj in sorted(values, key=lambda o: repr(getattr(o, "site", None))):
+        part = _train_mode_part(model, obj)
+        if part is None:
+            every = False
+            continue
+        layers.append(part)
+        if isinstance(obj, InstObj):
+            classes.append(obj.cls.qname)
+    if not layers:
+        return None
+    return TrainModeParts(layers, sorted(set(classes)), every)
+
+
+def _train_mode_part(model: Model, root: Obj) -> tuple[str, Site] | None:
+    """The first train-mode part of one model: (its class name, its site)."""
+    solver = model.analysis.solver
+    queue: list[Obj] = [root]
+    seen: set[Obj] = set()
+    spelled: tuple[str, Site] | None = None  # a class calling a functional dropout
+    while queue:
+        obj = queue.pop()
+        if obj in seen:
+            continue
+        seen.add(obj)
+        if len(seen) > MAX_LAYER_OBJECTS:
+            return None
+        if isinstance(obj, ExtCallObj):
+            name = obj.type_name or ""
+            head, _, last = name.rpartition(".")
+            if head.startswith("torchvision.models") and last.startswith(
+                TORCHVISION_TRAIN_MODE_PREFIXES
+            ):
+                return last, obj.site
+            if head != "torch.nn":
+                continue
+            dropout = last in _RNNS and "dropout" in obj.kwargs
+            if last in TRAIN_MODE_LAYERS or last.startswith(_DROPOUT_INSIDE) or dropout:
+                return last, obj.site
+            if name in _CONTAINERS:
+                for arg in [*obj.args, *obj.kwargs.values()]:
+                    queue.extend(solver.pts[arg])
+        elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
+            for klass in solver.mro(obj.cls):
+                functional = isinstance(klass, ClassObj) and _calls_functional_dropout(klass.node)
+                if spelled is None and functional and isinstance(klass, ClassObj):
+                    node = klass.node
+                    spelled = "dropout", Site(klass.module.name, node.lineno, node.col_offset)
+            for attr in solver.field_keys.get(obj, ()):
+                queue.extend(solver.pts[solver.field(obj, attr)])
+        elif isinstance(obj, ContainerObj):
+            element = solver.keyed.get(("e", obj, "*"))
+            if element is not None:
+                queue.extend(solver.pts[element])
+    return spelled  # the layers themselves first: they say where
+
+
 def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
     """Does the module ``node`` holds behave differently in train mode, as the
     model sees it: True when one of its parts (transitively) is a
