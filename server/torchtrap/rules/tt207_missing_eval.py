@@ -23,7 +23,11 @@ from torchtrap.project.index import location
 from torchtrap.project.summary import Span
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.program import module_model
-from torchtrap.values.program_values import program_train_mode_classes, program_train_mode_parts
+from torchtrap.values.program_values import (
+    program_callers_known,
+    program_train_mode_classes,
+    program_train_mode_parts,
+)
 from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -83,6 +87,7 @@ class _Trained:
     whole-program model's to tell, asked only once the rest matched."""
 
     passed: ast.expr  # the argument at the call site, a node of this file
+    caller: Function  # the function that trains it and passes it
 
     def __hash__(self) -> int:
         return id(self.passed)
@@ -314,7 +319,7 @@ class MissingEval(Rule):
                 self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
             )
             if site.caller is not None and _trained_before(site.caller, passed_name, site.call):
-                found.append(_Trained(passed))
+                found.append(_Trained(passed, site.caller))
         return found
 
     def _global_layers(self, model: ast.Name) -> list[Layer]:
@@ -370,8 +375,10 @@ class MissingEval(Rule):
         ctx = self.ctx
         project = ctx.project  # may raise NeedsProject: the engine asks again
         program = module_model(project, ctx.path, ctx.text, ctx.tree)
-        parts = program_train_mode_parts(program, trained.passed) if program else None
-        if parts is None or program is None:
+        if program is None or not program_callers_known(program, trained.caller.name):
+            return []  # a caller the model cannot resolve may pass another model
+        parts = program_train_mode_parts(program, trained.passed)
+        if parts is None:
             return []
         found: list[ast.AST] = []
         for name, site in parts.layers:

@@ -408,6 +408,32 @@ def program_train_mode_parts(model: Model, node: ast.expr) -> TrainModeParts | N
     return TrainModeParts(layers, sorted(set(classes)), every)
 
 
+def program_callers_known(model: Model, name: str) -> bool:
+    """Every call in the model that passes arguments to a function or
+    method named ``name`` has a callee the model can name (``trainer.train(
+    loader, opt)`` on a parameter of unknown class has none): what the
+    model says such a function's parameters hold then comes from every
+    caller there is, not only the ones it resolved."""
+    key = ("callers known", name)
+    found = model.analysis.memo.get(key)
+    if found is None:
+        found = True
+        analysis = model.analysis
+        for module in analysis.solver.program.modules.values():
+            for call in ast.walk(module.tree):
+                if not isinstance(call, ast.Call) or not (call.args or call.keywords):
+                    continue
+                func = call.func
+                spelled = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if spelled == name and not analysis.values(func):
+                    found = False
+                    break
+            if not found:
+                break
+        model.analysis.memo[key] = found
+    return bool(found)
+
+
 def _train_mode_part(model: Model, root: Obj) -> tuple[str, Site] | None:
     """The first train-mode part of one model: (its class name, its site)."""
     solver = model.analysis.solver
