@@ -191,3 +191,143 @@ def test_the_sum_of_a_slice_of_a_probability_over_the_cut_dimension(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _lines(tmp_path, {"mass.py": MASS}, "TT201", capsys) == [("mass.py", 8), ("mass.py", 10)]
+
+
+# Branch `core3`: a normalisation spelled with `unsqueeze` or `torch.sum`,
+# in the module's values and in the whole-program model (made by a helper
+# whose dimension is a parameter, reaching a module-level function's
+# parameter from a method).
+NORMALISED = """\
+import torch
+
+
+def local(p, w):
+    q = p / torch.sum(p, 1).unsqueeze(1)
+    r = p / p.sum(-1).unsqueeze(-1)
+    s = p / torch.sum(p, 1, keepdim=True)
+    t = p / torch.sum(p, 1).unsqueeze(0)  # another dimension kept: no normalisation
+    u = p / torch.sum(w, 1).unsqueeze(1)  # another tensor's sum
+    v = p / p.sum(1)  # nothing kept
+    a = torch.log(q)  # 11
+    b = torch.log(r)  # 12
+    c = torch.log(s)  # 13
+    return a + b + c + torch.log(t) + torch.log(u) + torch.log(v)
+"""
+
+SMOOTH = """\
+import torch
+
+
+def smooth(logits, temp, dim):
+    log = logits ** (1 / temp)
+    return log / torch.sum(log, dim).unsqueeze(1)
+
+
+def kl(old, new):
+    return -torch.mean(torch.sum(old * torch.log(new), 1))  # 10
+
+
+class Lwf(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.soft = torch.nn.Softmax(dim=1)
+
+    def observe(self, outputs, logits):
+        return kl(smooth(self.soft(logits), 2, 1), smooth(self.soft(outputs), 2, {dim}))
+"""
+
+
+def test_a_normalisation_spelled_with_unsqueeze(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"norm.py": NORMALISED}, "TT201", capsys) == [
+        ("norm.py", 11),
+        ("norm.py", 12),
+        ("norm.py", 13),
+    ]
+
+
+@pytest.mark.parametrize(("dim", "expected"), [("1", [("lwf.py", 10)]), ("0", [])])
+def test_a_normalisation_made_by_a_helper_reaches_a_parameter(
+    tmp_path: Path, dim: str, expected: list[tuple[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"lwf.py": SMOOTH.format(dim=dim)}
+    assert _lines(tmp_path, files, "TT201", capsys) == expected
+
+
+# Branch `core3`: a model a caller puts in training mode just before it
+# passes it on, picked by a factory of another file's caller (the script
+# unpacks the factory's tuple): the whole-program model says which models
+# it may be (Hyperspectral-Classification's `val` under `train`).
+FACTORY = """\
+import torch
+import torch.nn as nn
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Deep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.{layer}
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def get_model(name):
+    if name == "small":
+        model = Small()
+    else:
+        model = Deep()
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def val(net, loader):
+    with torch.no_grad():
+        return [net(x) for x, _ in loader]  # 34
+
+
+def train(net, optimizer, loader, epochs):
+    for epoch in range(epochs):
+        net.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            net(x).sum().backward()
+            optimizer.step()
+        {switch}val(net, loader)
+"""
+
+SCRIPT = """\
+from models import get_model, train
+
+model, optimizer = get_model("deep")
+train(model, optimizer, [], 3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("layer", "switch", "expected"),
+    [
+        ("drop = nn.Dropout(0.5)", "", [("models.py", 34)]),
+        ("drop = nn.Dropout(0.5)", "net.eval()\n        ", []),  # switched before it
+        ("out = nn.Linear(2, 2)", "", []),  # no model the factory picks has one
+    ],
+)
+def test_a_model_trained_by_its_caller_and_picked_by_a_factory(
+    tmp_path: Path,
+    layer: str,
+    switch: str,
+    expected: list[tuple[str, int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = {"models.py": FACTORY.format(layer=layer, switch=switch), "main.py": SCRIPT}
+    assert _lines(tmp_path, files, "TT207", capsys) == expected

@@ -62,6 +62,9 @@ KEYWORD_LOADERS = frozenset(
 ALL_LOADERS = LOADERS | KEYWORD_LOADERS
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+# The callee name of a normalisation's object (``y / y.sum(d, keepdim=True)``):
+# no library function, so no name a program can spell.
+NORMALISED = "<normalised>"
 # Wrappers whose call runs the wrapped module's `forward` with the same arguments.
 WRAPPERS = frozenset(
     {

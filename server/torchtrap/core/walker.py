@@ -29,7 +29,16 @@ from torchtrap.core.objects import (
 )
 from torchtrap.core.program import Module, absolute
 from torchtrap.core.scopes import assigned_in, bound_names, lambda_numbers
-from torchtrap.core.solver import ALL, HYDRA_MAIN, KEYS, CallSite, Signature, Solver
+from torchtrap.core.solver import (
+    ALL,
+    HYDRA_MAIN,
+    KEYS,
+    NORMALISED,
+    CallSite,
+    Signature,
+    Solver,
+)
+from torchtrap.facts.shapes import NormalisingSum, normalising_sum, same_dimension
 
 Env = dict[str, frozenset[int]]
 PLAIN_DECORATORS = {
@@ -732,6 +741,9 @@ class Walker:
             if isinstance(node.op, ast.Add):
                 solver.edge(left, out, _containers_only, "containers")
                 solver.edge(right, out, _containers_only, "containers")
+            parts = normalising_sum(node)
+            if parts is not None:
+                solver.add(out, (self.normalisation(node, parts, scope, env),))
             return out
         if isinstance(node, ast.Starred):
             return self.expr(node.value, scope, env)
@@ -739,6 +751,27 @@ class Walker:
             if isinstance(child, ast.expr):
                 self.expr(child, scope, env)
         return solver.node(type(node).__name__)
+
+    def normalisation(
+        self, node: ast.BinOp, parts: NormalisingSum, scope: Scope, env: Env
+    ) -> ExtCallObj:
+        """``y / y.sum(d, keepdim=True)``: the one arithmetic result the model
+        keeps (a probability for the rules). Its dimensions, when spelled
+        differently (``torch.sum(y, dim).unsqueeze(1)``), and the function
+        form's callee are kept as arguments for the question to judge."""
+        args: list[int] = []
+        if not same_dimension(parts.summed, parts.kept):
+            dims = (parts.summed, parts.kept)
+            if not all(isinstance(d, (ast.Name, ast.Constant)) for d in dims):
+                args = [self.solver.node("dim"), self.solver.node("dim")]  # judged unknown
+            else:
+                args = [self.expr(d, scope, env) for d in dims]
+        kwargs = {"sum": self.expr(parts.call.func, scope, env)} if parts.function_form else {}
+        site = self.site(node)
+        return self.solver.obj(  # type: ignore[return-value]
+            ("normalised", site),
+            lambda: ExtCallObj(self.solver.external(NORMALISED), site, args, kwargs),
+        )
 
     def slice(self, base: int, bounds: ast.Slice, out: int, node: ast.AST) -> None:
         """``ls[1:3]``: a new list whose element 0 is ``ls[1]``; without

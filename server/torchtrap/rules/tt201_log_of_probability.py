@@ -210,17 +210,21 @@ class LogOfProbability(Rule):
         log_text = f"`.{base}()`" if method_form else f"`{self._short(call.func)}`"
         ctx = self.ctx
         where = model.where(prob.made.module, prob.made.line, prob.made.col)
-        related = value_path(model, prob.made, f"the {prob.kind} is computed here", ctx.path, call)
+        made = "normalisation" if prob.kind == "normalised" else prob.kind
+        related = value_path(model, prob.made, f"the {made} is computed here", ctx.path, call)
         shown = ""
         if where is not None:
             path, rng = where
             shown = f" ({os.path.basename(path)}:{rng.start.line})"
         then = self._then(call)
+        noun = "output"
         if prob.kind == "softmax":
             consequence = f"{then} once one class takes all the mass"
+        elif prob.kind == "normalised":
+            noun, consequence = "probability", f"{then} when a probability underflows"
         else:
             consequence = f"{then} for saturated inputs"
-        message = f"{log_text} of a {prob.kind} output{shown}: {consequence}"
+        message = f"{log_text} of a {prob.kind} {noun}{shown}: {consequence}"
         return self.finding(
             call, message, fixes=[self._clamp_fix(call, arg, method_form)], related=related
         )

@@ -59,7 +59,8 @@ class UnregisteredTensorAttribute(Rule):
     whole-tensor reductions like `torch.prod(torch.tensor(shape))`: a
     0-dim CPU tensor mixes with CUDA tensors; `torch.tensor(m).view(-1, 1, 1)`
     is no scalar), attributes the class reassigns from a fresh value
-    outside `__init__` (a cache or running state), `register_buffer(...)`,
+    outside `__init__` (a cache or running state; a reset to the value
+    `__init__` makes is still the module's state), `register_buffer(...)`,
     `nn.Parameter(...)`, `nn.ParameterList`, a name registered as a buffer
     or parameter anywhere in the class (assigning a tensor to it updates
     the buffer), values turned into Python values at once (`.tolist()`,
@@ -500,6 +501,26 @@ class UnregisteredTensorAttribute(Rule):
             import torch
             import torch.nn as nn
 
+            class Memory(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.n = n
+                    self.keys = torch.zeros(self.n, 8)
+
+                def forward(self, x):
+                    self.keys = torch.cat([self.keys[1:], x.detach()])
+                    return self.keys
+
+                def reset(self):
+                    self.keys = torch.zeros(self.n, 8)
+            """,
+            note="running state with a reset: the reset alone would not exempt it",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
             class Generator(nn.Module):
                 def __init__(self, suppressed):
                     super().__init__()
@@ -516,6 +537,27 @@ class UnregisteredTensorAttribute(Rule):
         ),
     )
     invalid = (
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Replay(nn.Module):
+                def __init__(self, size):
+                    super().__init__()
+                    self.size = size
+                    self.counter = torch.zeros(self.size)
+
+                def observe(self, idx, x):
+                    self.counter[idx] += 1
+                    return torch.rand_like(x) * self.counter[idx] < 1
+
+                def end_task(self):
+                    self.counter = torch.zeros(self.size)
+            """,
+            line=9,
+            note="reset to what `__init__` makes (mammoth's X-DER): state still, made on the CPU",
+        ),
         Invalid(
             """
             import torch
@@ -690,7 +732,16 @@ def _registered_names(info: ClassInfo) -> set[str]:
 def _running_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Attributes the class reassigns outside ``__init__`` from a fresh value
     (a cache, a running state). ``self.x = self.x.type_as(h)`` is a re-cast,
-    not running state (:func:`_recast_names`)."""
+    not running state (:func:`_recast_names`), nor is a reset to the value
+    ``__init__`` makes (``self.counter = torch.zeros(n)`` again at the end of
+    a task): the state still lives on the module, made anew on the CPU."""
+    made: dict[str, set[str]] = {}
+    for node in walk_scope(init):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if _is_self_attribute(t):
+                    made.setdefault(t.attr, set()).add(shape(node.value))  # type: ignore[attr-defined]
     names: set[str] = set()
     for method in info.methods.values():
         if method is init:
@@ -699,8 +750,12 @@ def _running_names(info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    if _is_self_attribute(t) and not _recasts(node.value, t.attr):  # type: ignore[attr-defined]
-                        names.add(t.attr)  # type: ignore[attr-defined]
+                    if not _is_self_attribute(t) or _recasts(node.value, t.attr):  # type: ignore[attr-defined]
+                        continue
+                    value = node.value if isinstance(node, ast.Assign) else None
+                    if value is not None and shape(value) in made.get(t.attr, ()):  # type: ignore[attr-defined]
+                        continue  # a reset to what `__init__` makes
+                    names.add(t.attr)  # type: ignore[attr-defined]
     return names
 
 

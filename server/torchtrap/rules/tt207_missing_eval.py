@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from torchtrap.facts.autograd import grad_off_context, is_grad_off
 from torchtrap.facts.imports import ImportTable, dotted_name
-from torchtrap.facts.index import ancestors, enclosing_function, walk, walk_scope
+from torchtrap.facts.index import ancestors, enclosing_function, parent, walk, walk_scope
 from torchtrap.facts.modules import (
     MODE_METHODS,
     argument_for,
@@ -17,12 +17,17 @@ from torchtrap.facts.modules import (
 )
 from torchtrap.facts.remote import MESSAGE_LIMIT, REMOTE_ATTR, remote_node, remote_where
 from torchtrap.facts.tensors import TORCH_TENSOR_FUNCTIONS
-from torchtrap.findings import Applicability, Edit, Finding, Fix
+from torchtrap.findings import Applicability, Edit, Finding, Fix, Severity
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
+from torchtrap.project.summary import Span
 from torchtrap.rules.base import Invalid, Rule, Valid
 from torchtrap.values.program import module_model
-from torchtrap.values.program_values import program_train_mode_classes
+from torchtrap.values.program_values import (
+    program_callers_known,
+    program_train_mode_classes,
+    program_train_mode_parts,
+)
 from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -39,6 +44,9 @@ _MODE_HELPER_PREFIXES = ("eval", "infer", "train", "mode")
 _MAX_CALLER_DEPTH = 3
 # Qualified names that are never project code (no need to ask the project).
 _FOREIGN = ("torch.", "numpy.", "math.", "builtins.", "typing.", "collections.")
+# On a layer's stand-in node: the model holding it is one of several a
+# factory may pick, and only these classes have such layers.
+_SOME_ONLY = "_torchtrap_some_models"
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,24 @@ class _Passed:
         )
 
 
-Layer = ast.AST | _Imported | _Passed
+@dataclass(frozen=True)
+class _Trained:
+    """A model a caller puts in training mode (``net.train()``) just before
+    it passes the model here: the mode is known whatever ran before; which
+    models it may be (a factory's pick) and their layers are the
+    whole-program model's to tell, asked only once the rest matched."""
+
+    passed: ast.expr  # the argument at the call site, a node of this file
+    caller: Function  # the function that trains it and passes it
+
+    def __hash__(self) -> int:
+        return id(self.passed)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Trained) and other.passed is self.passed
+
+
+Layer = ast.AST | _Imported | _Passed | _Trained
 
 
 class MissingEval(Rule):
@@ -107,6 +132,12 @@ class MissingEval(Rule):
     calling `evaluate(model, val_loader)` from utils.py holds what
     `train`'s callers pass (`main()` building `Net()`), up to three callers
     up, when no caller on the way rebinds the model or switches its mode.
+    A caller that puts the model in training mode just before it passes it
+    (`net.train()` at the top of the epoch loop, then `val(net, ...)`)
+    fixes the mode there whatever ran before; the models it may hold are
+    the whole-program model's to tell (a factory such as `get_model(name)`
+    that picks one of many classes, in another file too). When only some of
+    them have Dropout/BatchNorm, the finding is info and names them.
 
     Silent when the model is unknown (built by a factory whose class is not
     known, a third-party class such as `timm.create_model(...)`, passed in
@@ -287,6 +318,8 @@ class MissingEval(Rule):
             found.extend(
                 self._unguarded_layers(passed, site.call, site.caller, passed_name, depth + 1)
             )
+            if site.caller is not None and _trained_before(site.caller, passed_name, site.call):
+                found.append(_Trained(passed, site.caller))
         return found
 
     def _global_layers(self, model: ast.Name) -> list[Layer]:
@@ -317,7 +350,10 @@ class MissingEval(Rule):
         layers the project index finds in it (stand-in nodes located in its
         file); an imported class the project does not know adds nothing."""
         found: list[ast.AST] = []
+        trained = [layer for layer in layers if isinstance(layer, _Trained)]
         for layer in layers:
+            if isinstance(layer, _Trained):
+                continue  # asked last, when nothing else is known
             if isinstance(layer, _Passed):
                 found.extend(self._passed_layers(layer))
                 continue
@@ -327,6 +363,36 @@ class MissingEval(Rule):
             if layer not in self._remote:
                 self._remote[layer] = self._remote_layers(layer)
             found.extend(self._remote[layer])
+        for layer in trained if not found else ():
+            found.extend(self._trained_layers(layer))
+        return found
+
+    def _trained_layers(self, trained: _Trained) -> list[ast.AST]:
+        """The train-mode layers of the models the whole-program model says
+        ``trained.passed`` may hold (stand-in nodes where each is made);
+        some models only (a factory that picks one of many classes): the
+        finding says so, at a lower severity."""
+        ctx = self.ctx
+        project = ctx.project  # may raise NeedsProject: the engine asks again
+        program = module_model(project, ctx.path, ctx.text, ctx.tree)
+        if program is None or not program_callers_known(program, trained.caller.name):
+            return []  # a caller the model cannot resolve may pass another model
+        parts = program_train_mode_parts(program, trained.passed)
+        if parts is None:
+            return []
+        found: list[ast.AST] = []
+        for name, site in parts.layers:
+            where = program.where(site.module, site.line, site.col)
+            if where is None:
+                continue
+            path, rng = where
+            span = Span.of(rng)
+            node = remote_node(
+                path, span, location(path, span, project.root if project else None), name
+            )
+            if not parts.every:
+                setattr(node, _SOME_ONLY, parts.classes)
+            found.append(node)
         return found
 
     def _passed_layers(self, passed: _Passed) -> list[ast.AST]:
@@ -478,6 +544,18 @@ class MissingEval(Rule):
             for layer in layers[:3]
         ]
         fixes = self._fixes(model, name, block, function)
+        some = next(
+            (getattr(layer, _SOME_ONLY) for layer in layers if hasattr(layer, _SOME_ONLY)), None
+        )
+        if some is not None:
+            # A factory's pick: the models of these classes act as in training.
+            first = some[0].rsplit(".", 1)[-1]
+            others = f" and {len(some) - 1} more" if len(some) > 1 else ""
+            message = (
+                f"`{name}` is run in training mode under `no_grad`: when it is a {first}"
+                f"{others}, its {what} layers act as in training"
+            )
+            return self.finding(call, message, severity=Severity.INFO, fixes=fixes, related=related)
         return self.finding(call, message, fixes=fixes, related=related)
 
     def _elsewhere(self, layer: ast.AST) -> str | None:
@@ -536,6 +614,82 @@ class MissingEval(Rule):
         return fixes
 
     valid = (
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Small(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+
+                def forward(self, x):
+                    return self.fc(x)
+
+            class Wide(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 8)
+
+                def forward(self, x):
+                    return self.fc(x)
+
+            def get_model(name):
+                model = Small() if name == "small" else Wide()
+                return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+            def val(net, loader):
+                with torch.no_grad():
+                    return [net(x) for x, _ in loader]
+
+            def train(net, optimizer, loader, epochs):
+                for epoch in range(epochs):
+                    net.train()
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        net(x).sum().backward()
+                        optimizer.step()
+                    val(net, loader)
+
+            model, optimizer = get_model("wide")
+            train(model, optimizer, [], 3)
+            """,
+            note="trained by the epoch loop; no model the factory picks has Dropout/BatchNorm",
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Deep(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            def val(net, loader):
+                with torch.no_grad():
+                    return [net(x) for x, _ in loader]
+
+            def train(net, optimizer, loader, epochs):
+                for epoch in range(epochs):
+                    net.train()
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        net(x).sum().backward()
+                        optimizer.step()
+                    net.eval()
+                    val(net, loader)
+
+            model = Deep()
+            train(model, torch.optim.SGD(model.parameters(), lr=0.1), [], 3)
+            """,
+            note="the epoch loop switches to eval mode before it validates",
+        ),
         Valid(
             """
             import torch
@@ -825,6 +979,59 @@ class MissingEval(Rule):
             import torch
             import torch.nn as nn
 
+            class Small(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+
+                def forward(self, x):
+                    return self.fc(x)
+
+            class Deep(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 2)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            def get_model(name):
+                if name == "small":
+                    model = Small()
+                else:
+                    model = Deep()
+                return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+            def val(net, loader):
+                correct = 0
+                for x, y in loader:
+                    with torch.no_grad():
+                        correct += (net(x).argmax(1) == y).sum().item()
+                return correct
+
+            def train(net, optimizer, loader, epochs):
+                for epoch in range(epochs):
+                    net.train()
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        net(x).sum().backward()
+                        optimizer.step()
+                    val(net, loader)
+
+            model, optimizer = get_model("deep")
+            train(model, optimizer, [], 3)
+            """,
+            line=33,
+            severity=Severity.INFO,
+            message_contains="when it is a Deep",
+            note="trained by the epoch loop; a factory's pick (Hyperspectral-Classification)",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
             class Net(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -1006,6 +1213,32 @@ def _dotted_prefix(expr: ast.AST) -> str:
     while isinstance(expr, (ast.Subscript, ast.Call)):
         expr = expr.func if isinstance(expr, ast.Call) else expr.value
     return dotted_name(expr) or ""
+
+
+def _trained_before(function: Function, name: str, call: ast.Call) -> bool:
+    """``function`` calls ``name.train()`` (or ``.train(True)``) in a block
+    that holds ``call`` further down (``net.train()`` at the top of the epoch
+    loop, then ``val(net)``): the model is in training mode at ``call``."""
+    chain = [call, *ancestors(call)]
+    for node in walk_scope(function):
+        if not (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "train"
+            and not _sets_eval(node.value)
+            and dotted_name(node.value.func.value) == name
+        ):
+            continue
+        owner = parent(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(owner, field, None)
+            if not isinstance(block, list) or node not in block:
+                continue
+            start = block.index(node)
+            if any(a in block[start + 1 :] for a in chain if parent(a) is owner):
+                return True
+    return False
 
 
 def _sets_eval(call: ast.Call) -> bool:

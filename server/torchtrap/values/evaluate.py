@@ -27,7 +27,7 @@ from torchtrap.facts.generators import SELF_RETURNING, TORCH_GENERATOR, generato
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import ancestors, enclosing_function, enclosing_scope, parent
 from torchtrap.facts.remote import REMOTE_ATTR, remote_node
-from torchtrap.facts.shapes import shape
+from torchtrap.facts.shapes import normalising_sum, same_dimension, shape
 from torchtrap.facts.tensors import (
     TENSOR_METHODS,
     TORCH_TENSOR_CLASSES,
@@ -632,7 +632,7 @@ class Values:
                         side, probability=prob.derived(scaled=True), log_probability=None
                     )
             return _arithmetic([left, right])
-        if isinstance(op, ast.Div) and _normalises(expr):
+        if isinstance(op, ast.Div) and _normalises(expr, self.imports):
             return tensor(Probability("normalised", expr, direct=False))
         if isinstance(op, ast.Mod):
             return UNKNOWN  # "%d" % n: string formatting as often as a tensor op
@@ -962,20 +962,13 @@ def _arithmetic(sides: list[Value]) -> Value:
     return plain(next((t for t in tensors if not t.definite), tensors[0]))
 
 
-def _normalises(expr: ast.BinOp) -> bool:
-    """``y / y.sum(d, keepdim=True)``: the same expression over its sum."""
-    right = expr.right
-    if not (
-        isinstance(right, ast.Call)
-        and isinstance(right.func, ast.Attribute)
-        and right.func.attr == "sum"
-        and (right.args or _keyword(right, "dim") is not None)
-    ):
+def _normalises(expr: ast.BinOp, imports: ImportTable) -> bool:
+    """``y / y.sum(d, keepdim=True)``, ``y / torch.sum(y, d).unsqueeze(d)``:
+    the same expression over its sum, kept on the summed dimension."""
+    parts = normalising_sum(expr)
+    if parts is None or not same_dimension(parts.summed, parts.kept):
         return False
-    keepdim = _keyword(right, "keepdim")
-    if not (isinstance(keepdim, ast.Constant) and keepdim.value is True):
-        return False
-    return shape(right.func.value) == shape(expr.left)
+    return not parts.function_form or imports.qualname(parts.call.func) == "torch.sum"
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:

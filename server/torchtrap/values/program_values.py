@@ -13,9 +13,11 @@ from torchtrap.core.analysis import Analysis
 from torchtrap.core.objects import (
     BoundObj,
     ClassObj,
+    ConstObj,
     ContainerObj,
     ExtAttrObj,
     ExtCallObj,
+    ExternalObj,
     FuncObj,
     InstObj,
     ModuleObj,
@@ -23,7 +25,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
-from torchtrap.core.solver import SEQUENTIALS
+from torchtrap.core.solver import NORMALISED, SEQUENTIALS, Solver
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
 from torchtrap.facts.remote import same_file
@@ -93,7 +95,8 @@ def program_probability(model: Model, node: ast.expr) -> ProgramProbability | No
     # Calling a library `Sequential` gives its chain's output and an opaque
     # value for the call itself: the chain says what comes out.
     chained = [o for o in values if not _sequential_call(o)]
-    found = [_probability(obj, MAX_KEEP_STEPS) for obj in chained or values]
+    solver = model.analysis.solver
+    found = [_probability(solver, obj, MAX_KEEP_STEPS) for obj in chained or values]
     if any(f is None for f in found):
         return None  # a value that is not a probability on some path
     kinds = {f.kind for f in found if f is not None}
@@ -106,12 +109,14 @@ def _sequential_call(obj: Obj) -> bool:
     return isinstance(callee, ExtCallObj) and callee.type_name in SEQUENTIALS and bool(callee.args)
 
 
-def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
+def _probability(solver: Solver, obj: Obj, steps: int) -> ProgramProbability | None:
     if isinstance(obj, ExtAttrObj) and obj.attr == "[]" and steps > 0:
-        return _probability(obj.base, steps - 1)  # p[..., 0] is still p
+        return _probability(solver, obj.base, steps - 1)  # p[..., 0] is still p
     if not isinstance(obj, ExtCallObj) or steps <= 0:
         return None
     name = obj.type_name
+    if name == NORMALISED:
+        return ProgramProbability("normalised", obj.site) if _normalises(solver, obj) else None
     if name in SOFTMAX_FUNCTIONS:
         return ProgramProbability("softmax", obj.site)
     if name in SIGMOID_FUNCTIONS:
@@ -129,8 +134,25 @@ def _probability(obj: Obj, steps: int) -> ProgramProbability | None:
         if callee.attr in SIGMOID_METHODS:
             return ProgramProbability("sigmoid", obj.site)
         if callee.attr in KEEP_METHODS:  # p.gather(...), p.view(...): still p
-            return _probability(callee.base, steps - 1)
+            return _probability(solver, callee.base, steps - 1)
     return None
+
+
+def _normalises(solver: Solver, obj: ExtCallObj) -> bool:
+    """A division the walker took for a normalisation is one: the function
+    form's callee is ``torch.sum``, and dimensions spelled differently
+    (``torch.sum(y, dim).unsqueeze(1)``) hold the same constant on every
+    path (``dim`` a parameter every caller passes 1)."""
+    called = obj.kwargs.get("sum")
+    if called is not None:
+        names = {o.name if isinstance(o, ExternalObj) else None for o in solver.pts[called]}
+        if names != {"torch.sum"}:
+            return False
+    if not obj.args:
+        return True  # spelled the same
+    held = [solver.pts[arg] for arg in obj.args]
+    values = [{o.value if isinstance(o, ConstObj) else None for o in h} for h in held]
+    return len(values[0]) == 1 and values[0] == values[1] and None not in values[0]
 
 
 def program_holds_only(model: Model, node: ast.expr, kind: str) -> bool:
@@ -348,6 +370,111 @@ _RNNS = frozenset({"RNN", "LSTM", "GRU"})
 # Libraries whose calls make values, not modules.
 _PLAIN_LIBRARIES = ("torch.", "numpy.", "math.", "<builtin>.", "builtins.")
 MAX_LAYER_OBJECTS = 400
+
+
+@dataclass(frozen=True)
+class TrainModeParts:
+    """The train-mode layers of the models an expression may hold."""
+
+    layers: list[tuple[str, Site]]  # (the layer's class name, where it is made), one per model
+    classes: list[str]  # the project classes (qualified) of the models that have them
+    every: bool  # every model the expression may hold has one (else some only)
+
+
+def program_train_mode_parts(model: Model, node: ast.expr) -> TrainModeParts | None:
+    """Which of the models ``node`` (a node of the linted file) may hold
+    behave differently in train mode, model by model (a factory that picks
+    one of many classes: some with Dropout, some without), as
+    :func:`program_train_mode_layers` judges each; None when none is known
+    to, or a value is no module."""
+    twin = model.twin(node)
+    found = model.analysis.values(twin) if twin is not None else None
+    values = [o for o in found or () if not isinstance(o, ModuleObj)]
+    if not values or not all(is_module(model.analysis, obj) for obj in values):
+        return None
+    layers: list[tuple[str, Site]] = []
+    classes: list[str] = []
+    every = True
+    for obj in sorted(values, key=lambda o: repr(getattr(o, "site", None))):
+        part = _train_mode_part(model, obj)
+        if part is None:
+            every = False
+            continue
+        layers.append(part)
+        if isinstance(obj, InstObj):
+            classes.append(obj.cls.qname)
+    if not layers:
+        return None
+    return TrainModeParts(layers, sorted(set(classes)), every)
+
+
+def program_callers_known(model: Model, name: str) -> bool:
+    """Every call in the model that passes arguments to a function or
+    method named ``name`` has a callee the model can name (``trainer.train(
+    loader, opt)`` on a parameter of unknown class has none): what the
+    model says such a function's parameters hold then comes from every
+    caller there is, not only the ones it resolved."""
+    key = ("callers known", name)
+    found = model.analysis.memo.get(key)
+    if found is None:
+        found = True
+        analysis = model.analysis
+        for module in analysis.solver.program.modules.values():
+            for call in ast.walk(module.tree):
+                if not isinstance(call, ast.Call) or not (call.args or call.keywords):
+                    continue
+                func = call.func
+                spelled = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if spelled == name and not analysis.values(func):
+                    found = False
+                    break
+            if not found:
+                break
+        model.analysis.memo[key] = found
+    return bool(found)
+
+
+def _train_mode_part(model: Model, root: Obj) -> tuple[str, Site] | None:
+    """The first train-mode part of one model: (its class name, its site)."""
+    solver = model.analysis.solver
+    queue: list[Obj] = [root]
+    seen: set[Obj] = set()
+    spelled: tuple[str, Site] | None = None  # a class calling a functional dropout
+    while queue:
+        obj = queue.pop()
+        if obj in seen:
+            continue
+        seen.add(obj)
+        if len(seen) > MAX_LAYER_OBJECTS:
+            return None
+        if isinstance(obj, ExtCallObj):
+            name = obj.type_name or ""
+            head, _, last = name.rpartition(".")
+            if head.startswith("torchvision.models") and last.startswith(
+                TORCHVISION_TRAIN_MODE_PREFIXES
+            ):
+                return last, obj.site
+            if head != "torch.nn":
+                continue
+            dropout = last in _RNNS and "dropout" in obj.kwargs
+            if last in TRAIN_MODE_LAYERS or last.startswith(_DROPOUT_INSIDE) or dropout:
+                return last, obj.site
+            if name in _CONTAINERS:
+                for arg in [*obj.args, *obj.kwargs.values()]:
+                    queue.extend(solver.pts[arg])
+        elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
+            for klass in solver.mro(obj.cls):
+                functional = isinstance(klass, ClassObj) and _calls_functional_dropout(klass.node)
+                if spelled is None and functional and isinstance(klass, ClassObj):
+                    node = klass.node
+                    spelled = "dropout", Site(klass.module.name, node.lineno, node.col_offset)
+            for attr in solver.field_keys.get(obj, ()):
+                queue.extend(solver.pts[solver.field(obj, attr)])
+        elif isinstance(obj, ContainerObj):
+            element = solver.keyed.get(("e", obj, "*"))
+            if element is not None:
+                queue.extend(solver.pts[element])
+    return spelled  # the layers themselves first: they say where
 
 
 def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
