@@ -148,11 +148,72 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
             and (c.module is owner.cls.module or _has_entry(c.node))
         ]
     made = culprit.made
-    return any(
-        cls.module.name == made.module
-        and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
+    inside = [
+        cls
         for cls in classes
-    )
+        if cls.module.name == made.module
+        and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
+    ]
+    if culprit.kind != "rng" or not inside:
+        return bool(inside)
+    # TT101's file rule reads the generator the store itself makes
+    # (`self.rng = default_rng(s)`, `rng or default_rng()`, a local name):
+    # one passed through a call (`self.rng = pick(default_rng(s))`) is the payload's
+    return _stored_as_made(inside[0].node, chain[1].via[1:], made)
+
+
+def _stored_as_made(cls: ast.ClassDef, attr: str, made: Site) -> bool:
+    """Whether a method of ``cls`` stores the call made at ``made`` on
+    ``self.<attr>`` as the stored value itself."""
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not (fn.lineno <= made.line <= (fn.end_lineno or fn.lineno)):
+            continue
+        assigned: dict[str, list[ast.expr]] = {}
+        stores: list[ast.expr] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(value)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == attr
+                    and isinstance(target.value, ast.Name)
+                ):
+                    stores.append(value)
+        if any(_holds_call(v, made, assigned, 0) for v in stores):
+            return True
+    return False
+
+
+def _holds_call(
+    value: ast.expr, made: Site, assigned: dict[str, list[ast.expr]], depth: int
+) -> bool:
+    """``value`` is the call at ``made``: itself, an alternative of an
+    ``or``/``if``-expression, a method chain on it (``.manual_seed(0)``), or
+    a local name assigned one."""
+    if depth > 8:
+        return False
+    if isinstance(value, ast.Call):
+        if (value.lineno, value.col_offset) == (made.line, made.col):
+            return True
+        return isinstance(value.func, ast.Attribute) and _holds_call(
+            value.func.value, made, assigned, depth + 1
+        )
+    if isinstance(value, ast.BoolOp):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in value.values)
+    if isinstance(value, ast.IfExp):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in (value.body, value.orelse))
+    if isinstance(value, ast.Name):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in assigned.get(value.id, ()))
+    return False
 
 
 def _has_entry(node: ast.ClassDef) -> bool:
