@@ -384,8 +384,27 @@ class Project:
                     return found
             parent = os.path.dirname(folder)
             if "." not in name or parent == folder:
-                return None
+                break
             folder = parent
+        # A folder a script puts on sys.path by a literal path (`_init_paths`)
+        for extra in self.sys_paths:
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
+                found = self._by_path.get(os.path.join(extra, candidate))
+                if found is not None:
+                    for summary in self._by_path.values():
+                        if extra in summary.sys_paths:
+                            _read(summary)  # the answer depends on the file that adds it
+                    return found
+        return None
+
+    @cached_property
+    def sys_paths(self) -> tuple[str, ...]:
+        """The folders the project's modules put on ``sys.path`` by a path
+        their text fixes (``project.sys_path``), each once."""
+        found: dict[str, None] = {}
+        for summary in self._by_path.values():
+            found.update(dict.fromkeys(summary.sys_paths))
+        return tuple(found)
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

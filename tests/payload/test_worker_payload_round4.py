@@ -1,0 +1,195 @@
+"""The worker payload, round 4 (issue 33): transports the real projects of
+the dev rows use and the core did not follow. Each case in the shape of the
+real code, each with a near-miss twin that must stay silent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchtrap import cli
+
+
+def _check(tmp_path: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str], *more: str):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", *more])
+    report = json.loads(capsys.readouterr().out)
+    return [
+        (
+            Path(f["path"]).relative_to(tmp_path).as_posix(),
+            f["range"]["start"]["line"],
+            f["code"],
+            f,
+        )
+        for f in report["findings"]
+    ]
+
+
+def _codes(found: list[tuple[str, int, str, dict]]) -> set[tuple[str, int, str]]:
+    return {(name, line, code) for name, line, code, _ in found}
+
+
+# -- a generator passed through a helper inside the dataset's own __init__ ----
+
+RNG_DATA = """\
+import numpy as np
+from torch.utils.data import Dataset
+
+
+def as_state(rng):
+    return rng
+
+
+class Frames(Dataset):
+    def __init__(self, n):
+        self.n = n
+        self._data_rng = {store}
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i + self._data_rng.normal()
+"""
+RNG_MAIN = """\
+from torch.utils.data import DataLoader
+
+from frames import Frames
+
+loader = DataLoader(Frames(16), batch_size=2, num_workers=4)
+"""
+
+
+def test_a_generator_through_a_helper_in_the_datasets_init(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {
+        "frames.py": RNG_DATA.format(store="as_state(np.random.RandomState(123))"),
+        "main.py": RNG_MAIN,
+    }
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    assert ("main.py", 5, "TT101") in _codes(found), found
+    finding = next(f for name, _, _, f in found if name == "main.py")
+    assert "num_workers=4" in finding["message"]
+    assert "`._data_rng`" in finding["message"]
+
+
+def test_a_generator_stored_as_made_is_said_once_by_the_files_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The twin: `self._data_rng = np.random.RandomState(123)` is the file
+    # rule's (at the store); the payload does not say it again at the loader.
+    files = {"frames.py": RNG_DATA.format(store="np.random.RandomState(123)"), "main.py": RNG_MAIN}
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    assert _codes(found) == {("frames.py", 12, "TT101")}, found
+
+
+def test_a_helper_that_returns_no_generator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {
+        "frames.py": RNG_DATA.format(
+            store="as_state(np.random.RandomState(123).get_state())"
+        ).replace("self._data_rng.normal()", "len(self._data_rng)"),
+        "main.py": RNG_MAIN,
+    }
+    assert _check(tmp_path, files, capsys, "--select", "TT101") == []
+
+
+# -- `import _init_paths`: a folder put on sys.path by a literal path --------
+
+INIT_PATHS = """\
+import os.path as osp
+import sys
+
+
+def add_path(path):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+this_dir = osp.dirname(__file__)
+
+lib_path = osp.join(this_dir, {folder})
+add_path(lib_path)
+"""
+DETECTOR = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+
+class Detector:
+    def __init__(self):
+        self.model = Net()
+
+    def pre_process(self, image):
+        return image
+"""
+PREFETCH = """\
+import _init_paths
+
+import torch
+from detectors.detector import Detector
+
+
+class PrefetchDataset(torch.utils.data.Dataset):
+    def __init__(self, images, pre_process_func):
+        self.images = images
+        self.pre_process_func = pre_process_func
+
+    def __getitem__(self, index):
+        return self.pre_process_func(self.images[index])
+
+    def __len__(self):
+        return len(self.images)
+
+
+def prefetch_test():
+    detector = Detector()
+    data_loader = torch.utils.data.DataLoader(
+        PrefetchDataset([1, 2], detector.pre_process), batch_size=1, num_workers=1
+    )
+    return data_loader
+
+
+prefetch_test()
+"""
+
+
+@pytest.mark.parametrize(
+    ("folder", "expected"),
+    [
+        ("'lib'", True),
+        # the twins: a folder that is not there, a folder from the environment
+        ("'lib2'", False),
+        ("os.environ['LIB']", False),
+    ],
+)
+def test_modules_under_a_folder_init_paths_puts_on_sys_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str, expected: bool
+) -> None:
+    init = INIT_PATHS.format(folder=folder)
+    if "environ" in folder:
+        init = "import os\n" + init
+    files = {
+        "src/_init_paths.py": init,
+        "src/test.py": PREFETCH,
+        "src/lib/detectors/__init__.py": "",
+        "src/lib/detectors/detector.py": DETECTOR,
+    }
+    found = _check(tmp_path, files, capsys, "--select", "TT104")
+    assert (("src/test.py", 21, "TT104") in _codes(found)) is expected, found
+    if expected:
+        finding = next(f for name, _, _, f in found if name == "src/test.py")
+        assert "`Net`" in finding["message"], finding["message"]
