@@ -193,3 +193,160 @@ def test_modules_under_a_folder_init_paths_puts_on_sys_path(
     if expected:
         finding = next(f for name, _, _, f in found if name == "src/test.py")
         assert "`Net`" in finding["message"], finding["message"]
+
+
+# -- a generator reported where it is made, the DataLoader in another file ---
+
+AUGMENT = """\
+import numpy as np
+
+
+class RandomFlip:
+    def __init__(self, seed=47):
+        self.rs = np.random.RandomState(seed)
+
+    def __call__(self, x):
+        if self.rs.uniform() > 0.5:
+            return x[::-1]
+        return x
+"""
+VOLUMES = """\
+from torch.utils.data import Dataset
+
+from augment import RandomFlip
+
+
+class Volumes(Dataset):
+    def __init__(self):
+        self.transform = RandomFlip()
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self.transform([i, i + 1])
+"""
+TRAIN = """\
+from torch.utils.data import DataLoader
+
+from volumes import Volumes
+
+
+def get_train_loaders(workers):
+    return DataLoader(Volumes(), batch_size=2, num_workers=workers{init})
+
+
+loader = get_train_loaders({workers})
+"""
+
+
+@pytest.mark.parametrize(
+    ("workers", "init", "expected"),
+    [
+        ("8", "", "error"),
+        # the twins: no workers; a worker_init_fn that may re-create it
+        ("0", "", None),
+        ("8", ", worker_init_fn=seed_worker", None),
+    ],
+)
+def test_a_generator_is_reported_where_it_is_made(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    workers: str,
+    init: str,
+    expected: str | None,
+) -> None:
+    train = TRAIN.format(workers=workers, init=init)
+    if init:
+        train = "def seed_worker(worker_id):\n    pass\n\n\n" + train
+    files = {"augment.py": AUGMENT, "volumes.py": VOLUMES, "train.py": train}
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    here = [f for name, line, _, f in found if (name, line) == ("augment.py", 6)]
+    if expected is None:
+        assert here == [], found
+        return
+    assert len(here) == 1, found
+    finding = here[0]
+    assert finding["severity"] == expected
+    assert "num_workers=8" in finding["message"] and "train.py:7" in finding["message"]
+    notes = [(r["path"] and Path(r["path"]).name, r["message"]) for r in finding["related"]]
+    assert any(name == "train.py" and "the DataLoader" in m for name, m in notes), notes
+    assert ("volumes.py", "dataset: `Volumes` made here") not in notes  # made in train.py
+    # the DataLoader's own finding stays
+    assert any(name == "train.py" for name, _, _, _ in found), found
+
+
+def test_a_generator_the_workers_reseed_is_not_reported_where_it_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    volumes = VOLUMES.replace(
+        "        return self.transform([i, i + 1])",
+        "        self.transform.rs.seed(i)\n        return self.transform([i, i + 1])",
+    )
+    files = {
+        "augment.py": AUGMENT,
+        "volumes.py": volumes,
+        "train.py": TRAIN.format(workers=8, init=""),
+    }
+    assert _check(tmp_path, files, capsys, "--select", "TT101") == []
+
+
+# -- a deep copy holds what its original holds -------------------------------
+
+REPRESENTATION = """\
+from numpy.random import default_rng
+
+
+class DataRepresentation:
+    def __init__(self, seed=None):
+        self.rng = default_rng(seed)
+
+    def __call__(self, x):
+        return {draw}
+"""
+GRAPHS = """\
+from copy import deepcopy
+
+from torch.utils.data import DataLoader, Dataset
+
+from representation import DataRepresentation
+
+
+class Graphs(Dataset):
+    def __init__(self, data_representation):
+        self._data_representation = deepcopy(data_representation)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self._data_representation(i)
+
+
+def make_dataloader(data_representation, num_workers=10):
+    return DataLoader(Graphs(data_representation), num_workers=num_workers)
+
+
+loader = make_dataloader(DataRepresentation(seed=7))
+"""
+
+
+@pytest.mark.parametrize(
+    ("draw", "expected"),
+    [
+        ("x + self.rng.normal()", True),
+        # the twin: the copy's generator is only looked at, never drawn from
+        ("(x, self.rng is None)", False),
+    ],
+)
+def test_a_generator_in_a_deep_copy_the_dataset_keeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], draw: str, expected: bool
+) -> None:
+    files = {"representation.py": REPRESENTATION.format(draw=draw), "graphs.py": GRAPHS}
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    assert (("graphs.py", 20, "TT101") in _codes(found)) is expected, found
+    # and where the generator is made, the DataLoader being in another file
+    assert (("representation.py", 6, "TT101") in _codes(found)) is expected, found
+    if expected:
+        finding = next(f for name, _, _, f in found if name == "graphs.py")
+        assert "num_workers=10" in finding["message"], finding["message"]

@@ -767,6 +767,17 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
     return found
 
 
+def every_rng_culprit(analysis: Analysis) -> list[Culprit]:
+    """``rng_culprits`` for the DataLoaders of every module."""
+    memo = analysis.memo.get("rng-culprits")
+    if memo is None:
+        modules = sorted({lo.obj.site.module for lo in loaders(analysis)})
+        memo = analysis.memo["rng-culprits"] = [
+            c for m in modules for c in rng_culprits(analysis, m)
+        ]
+    return memo
+
+
 NUMPY_RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})
 
 

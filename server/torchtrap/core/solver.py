@@ -112,6 +112,7 @@ HF_TRAINERS = frozenset(
     }
 )
 HF_TRAINER_DATASETS = (("train_dataset", 3), ("eval_dataset", 4))
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
 MAX_DOTS = 8  # a.b.c... chains of library attributes
@@ -1212,6 +1213,12 @@ class Solver:
             self.add(cs.dst, (partial,))
             return
         if name.startswith("<builtin>.") and self._builtin(short, args, cs):
+            return
+        if name in COPIES and args:
+            # A copy holds objects of the same classes in the same state:
+            # read as the objects themselves (its fields, methods and what
+            # workers get), not as a library value
+            self.edge(args[0], cs.dst)
             return
         if name in CONFIG_READERS and args:
             self.on(args[0], functools.partial(self._config_file, cs, 0))

@@ -25,7 +25,9 @@ from torchtrap.core.payload import (
     cuda_made_by_workers,
     describe,
     every_cuda_culprit,
+    every_rng_culprit,
     global_numpy_draws,
+    loaders,
     model_culprits,
     rng_culprits,
     workers_text,
@@ -403,6 +405,84 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
                 )
             )
         found.setdefault((node.lineno, 0), CudaHere(node, text_, certain, rows))
+    return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
+
+
+@dataclass
+class RngHere:
+    """A generator DataLoader workers get a copy of, reported where it is
+    made when the DataLoader is in another file and the file's own rule
+    does not see it (an augmentation object's ``self.rs``, a mixin's
+    generator, one a dataset keeps through a helper)."""
+
+    node: ast.Call  # the generator's constructor, in the linted file
+    message: str
+    certain: bool
+    related: list[RelatedLocation]
+
+
+def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[RngHere]:
+    model = reached_model(project, path, text, tree)
+    if model is None:
+        return []
+    analysis, module = model.analysis, model.module
+    calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    here = os.path.abspath(path)
+    found: dict[int, RngHere] = {}
+    # the DataLoader with the most workers first: the one the finding names
+    ranked = sorted(
+        every_rng_culprit(analysis),
+        key=lambda c: (c.loader.workers.kind != "some", -max(c.loader.workers.values, default=0)),
+    )
+    # A helper's DataLoader copied per call site: the copies hold the
+    # callers' counts; the shared definition's "unknown" is no count
+    copied = {(s.module, s.line, s.col) for lo in loaders(analysis) if (s := lo.obj.site).ctx}
+    for culprit in ranked:
+        made, site = culprit.made, culprit.loader.obj.site
+        if made.module != module or site.module == module:
+            continue  # at a DataLoader of this file, its own finding says it
+        if not site.ctx and (site.module, site.line, site.col) in copied:
+            continue
+        if made.line in found or _seen_by_the_file_rules(culprit, model, with_bases=True):
+            continue
+        node = calls.get((made.line, made.col))
+        if node is None:
+            continue
+        loader = culprit.loader
+        workers = loader.workers
+        certain = workers.kind == "some"
+        count = workers_text(workers, short=True)
+        at = analysis.solver.where(loader.obj.site)
+        chain = chain_text(culprit.hop)
+        if workers.values == (1,) and not workers.positive:
+            tail = "the same random numbers every epoch"
+        else:
+            tail = "the same random numbers in each"
+        text_ = _fitting(
+            f"DataLoader workers get a copy of this generator ({count}, {at}, via {chain}): {tail}",
+            f"DataLoader workers get a copy of this generator ({count}, {at}): {tail}",
+            f"DataLoader workers get a copy of this generator ({count}): {tail}",
+        )
+        rows: list[RelatedLocation] = []
+        site = loader.obj.site
+        where = model.where(site.module, site.line, site.col)
+        if where is not None:
+            note = f"the DataLoader ({workers_text(workers, short=True)}), with no worker_init_fn"
+            rows.append(RelatedLocation(where[1], note, path=other_path(where[0], here)))
+        for hop in culprit.hop.chain()[:-1]:
+            made_at = _made_at(hop)
+            if made_at is None:
+                continue
+            where = model.where(made_at.module, made_at.line, made_at.col)
+            if where is not None:
+                rows.append(
+                    RelatedLocation(
+                        where[1],
+                        f"{hop.via}: `{describe(hop.obj)}` made here",
+                        path=other_path(where[0], here),
+                    )
+                )
+        found[made.line] = RngHere(node, text_, certain, rows)
     return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
 
 
