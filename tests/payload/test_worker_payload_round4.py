@@ -350,3 +350,46 @@ def test_a_generator_in_a_deep_copy_the_dataset_keeps(
     if expected:
         finding = next(f for name, _, _, f in found if name == "graphs.py")
         assert "num_workers=10" in finding["message"], finding["message"]
+
+
+# -- issue 33's first probe: the generator in a Compose of transform objects --
+
+COMPOSED = """\
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+from augment import RandomFlip
+
+
+class Normalize:
+    def __call__(self, x):
+        return x
+
+
+class Volumes(Dataset):
+    def __init__(self, transform):
+        self.transform = transform
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self.transform([i, i + 1])
+
+
+data = Volumes(transforms.Compose([Normalize(), {last}]))
+loader = DataLoader(data, batch_size=2, num_workers=4)
+"""
+
+
+@pytest.mark.parametrize(("last", "expected"), [("RandomFlip()", True), ("Normalize()", False)])
+def test_tt101_a_generator_in_a_compose_of_transform_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], last: str, expected: bool
+) -> None:
+    files = {"augment.py": AUGMENT, "volumes.py": COMPOSED.format(last=last)}
+    found = _check(tmp_path, files, capsys, "--select", "TT101")
+    assert (("volumes.py", 24, "TT101") in _codes(found)) is expected, found
+    assert (("augment.py", 6, "TT101") in _codes(found)) is expected, found
+    if expected:
+        finding = next(f for name, _, _, f in found if name == "volumes.py")
+        assert "argument of Compose" in finding["message"] or "`.rs`" in finding["message"]
