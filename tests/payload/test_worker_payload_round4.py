@@ -393,3 +393,68 @@ def test_tt101_a_generator_in_a_compose_of_transform_objects(
     if expected:
         finding = next(f for name, _, _, f in found if name == "volumes.py")
         assert "argument of Compose" in finding["message"] or "`.rs`" in finding["message"]
+
+
+# -- a DataLoader subclass: `super().__init__(dataset, ...)` builds the loader --
+
+TEXTS = """\
+import torch
+from torch.utils.data import Dataset
+
+
+class MonoTextData(Dataset):
+    def __init__(self, device=None):
+        self.device = device
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return i
+
+    def collate(self, batch):
+        return torch.tensor(batch, device=self.device)
+"""
+ITERATORS = """\
+from torch.utils.data import DataLoader
+
+
+class SingleDatasetIterator(DataLoader):
+    def __init__(self, dataset):
+        num_workers = 2
+        super().__init__(dataset, batch_size=2, collate_fn=dataset.collate, num_workers=num_workers)
+"""
+VAE_TRAIN = """\
+import torch
+
+from data import MonoTextData
+from iterators import SingleDatasetIterator
+
+
+def main():
+    device = torch.device({device})
+    for batch in SingleDatasetIterator(MonoTextData(device=device)):
+        print(batch)
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize(("device", "expected"), [('"cuda"', True), ('"cpu"', False)])
+def test_a_dataloader_subclass_builds_its_loader_in_super_init(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], device: str, expected: bool
+) -> None:
+    files = {
+        "data.py": TEXTS,
+        "iterators.py": ITERATORS,
+        "vae_train.py": VAE_TRAIN.format(device=device),
+    }
+    found = _check(tmp_path, files, capsys, "--select", "TT103")
+    assert (("data.py", 16, "TT103") in _codes(found)) is expected, found
+    if expected:
+        finding = next(f for name, _, _, f in found if name == "data.py")
+        assert "num_workers=2" in finding["message"], finding["message"]
+        notes = [(r["path"] and Path(r["path"]).name, r["message"]) for r in finding["related"]]
+        assert ("iterators.py", "the DataLoader (num_workers=2)") in notes, notes
+        assert next(r for r in finding["related"])["range"]["start"]["line"] == 7

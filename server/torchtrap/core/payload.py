@@ -230,19 +230,26 @@ def _argument_text(analysis: Analysis, loader: ExtCallObj) -> str:
     """``args.workers``: the ``num_workers`` argument as written."""
     site = loader.site
     index = analysis.memo.setdefault("calls-at", {})
-    calls = index.get(site.module)
+    calls: dict[tuple[int, int], list[ast.Call]] | None = index.get(site.module)
     if calls is None:
         module = analysis.solver.program.modules.get(site.module)
-        calls = index[site.module] = (
-            {
-                (node.lineno, node.col_offset): node
-                for node in ast.walk(module.tree)
-                if isinstance(node, ast.Call)
-            }
-            if module is not None
-            else {}
-        )
-    call = calls.get((site.line, site.col))
+        found: dict[tuple[int, int], list[ast.Call]] = {}
+        for node in ast.walk(module.tree) if module is not None else ():
+            if isinstance(node, ast.Call):
+                found.setdefault((node.lineno, node.col_offset), []).append(node)
+        calls = index[site.module] = found
+    # `super().__init__(...)` and `super()` start at one place: the call
+    # with the loader's arguments
+    here = calls.get((site.line, site.col), [])
+    call = next(
+        (
+            c
+            for c in here
+            if len(c.args) == len(loader.args)
+            and {k.arg for k in c.keywords if k.arg} == set(loader.kwargs)
+        ),
+        here[-1] if here else None,
+    )
     if call is None:
         return ""
     written = any(k.arg == "num_workers" for k in call.keywords)

@@ -864,6 +864,16 @@ class Solver:
         elif isinstance(obj, ExtAttrObj):
             if obj.qname:
                 self.record(cs.caller, obj.qname)
+            if (
+                obj.attr == "__init__"
+                and obj.qname
+                and obj.qname[: -len(".__init__")] in ALL_LOADERS
+            ):
+                # `class Iterator(DataLoader)`: `super().__init__(dataset, ...)`
+                # builds the loader the subclass is, with these arguments
+                loader = self._ext_call(self.external(obj.qname[: -len(".__init__")]), cs)
+                self._loader_calls(loader, cs)
+                return
             made = self._ext_call(obj, cs)  # kept: where a module moved to CUDA
             base = obj.base
             if (
