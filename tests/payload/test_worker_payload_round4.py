@@ -458,3 +458,83 @@ def test_a_dataloader_subclass_builds_its_loader_in_super_init(
         notes = [(r["path"] and Path(r["path"]).name, r["message"]) for r in finding["related"]]
         assert ("iterators.py", "the DataLoader (num_workers=2)") in notes, notes
         assert next(r for r in finding["related"])["range"]["start"]["line"] == 7
+
+
+# -- a field set only inside the loop over the loader: not what workers get --
+
+TRACKER = """\
+import torch
+
+
+class Detector:
+    def __init__(self, device):
+        self.device = device
+        self.pre_images = None
+
+    def pre_process(self, image):
+        return image
+
+    def run(self, image):
+        images = torch.as_tensor(image).to(self.device)
+        self.pre_images = images
+        return images
+"""
+PREFETCH_TRACK = """\
+import torch
+
+from detector import Detector
+
+
+class PrefetchDataset(torch.utils.data.Dataset):
+    def __init__(self, images, pre_process_func):
+        self.images = images
+        self.pre_process_func = pre_process_func
+
+    def __getitem__(self, index):
+        return self.pre_process_func(self.images[index])
+
+    def __len__(self):
+        return len(self.images)
+
+
+def prefetch_test():
+    detector = Detector(torch.device("cuda"))
+{warmup}    data_loader = torch.utils.data.DataLoader(
+        PrefetchDataset([1, 2], detector.pre_process), batch_size=1, num_workers=1
+    )
+    for ind, image in enumerate(data_loader):
+        detector.run(image)
+
+
+prefetch_test()
+"""
+
+
+@pytest.mark.parametrize(
+    ("warmup", "expected"),
+    [
+        # the CUDA tensor is kept before the workers start
+        ("    detector.run([0.0])\n", True),
+        # the twin: kept only inside the loop, after the workers started
+        ("", False),
+    ],
+)
+def test_a_field_set_only_inside_the_loop_over_the_loader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], warmup: str, expected: bool
+) -> None:
+    files = {"detector.py": TRACKER, "test.py": PREFETCH_TRACK.format(warmup=warmup)}
+    found = _check(tmp_path, files, capsys, "--select", "TT103")
+    line = 21 if warmup else 20
+    assert (("test.py", line, "TT103") in _codes(found)) is expected, found
+
+
+def test_a_field_set_in_the_loop_on_an_object_passed_on_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `detector` itself leaves the function (another function may call run)
+    test = PREFETCH_TRACK.format(warmup="    keep(detector)\n").replace(
+        "def prefetch_test", "def keep(d):\n    d.run([0.0])\n\n\ndef prefetch_test"
+    )
+    files = {"detector.py": TRACKER, "test.py": test}
+    found = _check(tmp_path, files, capsys, "--select", "TT103")
+    assert ("test.py", 25, "TT103") in _codes(found), found
