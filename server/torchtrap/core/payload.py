@@ -399,11 +399,15 @@ def describe(obj: Obj) -> str:
     return obj.describe()
 
 
-def _order(obj: Obj) -> tuple[str, int, int]:
+def _order(obj: Obj) -> tuple[str, int, int, str, str]:
+    """Source order; objects made at one place (``factory[arch](...)``
+    makes one instance per class) by what they are, then their call
+    contexts, so that a run does not depend on the hash seed."""
     site = getattr(obj, "site", None)
+    what = obj.cls.qname if isinstance(obj, InstObj) else getattr(obj, "type_name", None) or ""
     if isinstance(site, Site):
-        return (site.module, site.line, site.col)
-    return (type(obj).__name__, 0, 0)
+        return (site.module, site.line, site.col, str(what), str(site.ctx))
+    return (type(obj).__name__, 0, 0, str(what), "")
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")
