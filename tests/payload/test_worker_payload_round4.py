@@ -538,3 +538,18 @@ def test_a_field_set_in_the_loop_on_an_object_passed_on_is_kept(
     files = {"detector.py": TRACKER, "test.py": test}
     found = _check(tmp_path, files, capsys, "--select", "TT103")
     assert ("test.py", 25, "TT103") in _codes(found), found
+
+
+def test_a_folder_another_folders_script_puts_on_sys_path_is_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/conf.py puts src/lib on sys.path for the docs; src/test.py runs
+    # without it (and its own `import _init_paths` adds nothing here)
+    files = {
+        "docs/conf.py": INIT_PATHS.format(folder="'../src/lib'"),
+        "src/_init_paths.py": "",
+        "src/test.py": PREFETCH,
+        "src/lib/detectors/__init__.py": "",
+        "src/lib/detectors/detector.py": DETECTOR,
+    }
+    assert _check(tmp_path, files, capsys, "--select", "TT104") == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from torchtrap.core.objects import ModuleObj
 from torchtrap.project.layout import module_name
-from torchtrap.project.sys_path import sys_path_folders
+from torchtrap.project.sys_path import applies_to, sys_path_folders
 
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 MAX_FILE_BYTES = 2_000_000  # generated code past this size says nothing about calls
@@ -46,24 +46,28 @@ class Program:
         if found is None and importer is not None and "." in name:
             found = self._by_folder(name, importer.path)
         if found is None and importer is not None:
-            found = self._on_sys_path(name)
+            found = self._on_sys_path(name, importer.path)
         return found
 
-    def _on_sys_path(self, name: str) -> Module | None:
+    def _on_sys_path(self, name: str, importer: str) -> Module | None:
         """A module under a folder a script of the program puts on
-        ``sys.path`` by a literal path (``import _init_paths``)."""
+        ``sys.path`` by a literal path (``import _init_paths``), for an
+        importer under that script's folder."""
         roots = self.__dict__.get("_sys_paths")
         if roots is None or roots[0] != len(self.modules):
-            found: dict[str, None] = {}
+            found: list[tuple[str, str]] = []
             for module in self.modules.values():
                 if module.obj.path.endswith(".py"):
-                    found.update(dict.fromkeys(sys_path_folders(module.tree, module.obj.path)))
+                    path = module.obj.path
+                    found += [(path, f) for f in sys_path_folders(module.tree, path)]
             roots = self.__dict__["_sys_paths"] = (len(self.modules), tuple(found))
         if not roots[1]:
             return None
         by_path = self._path_table()
         rel = name.replace(".", os.sep)
-        for root in roots[1]:
+        for adder, root in roots[1]:
+            if not applies_to(adder, importer):
+                continue
             for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py")):
                 hit = by_path.get(os.path.join(root, candidate))
                 if hit is not None:

@@ -24,7 +24,7 @@ _PATH_METHODS = frozenset({"resolve", "absolute"})
 
 def sys_path_folders(tree: ast.Module, path: str) -> tuple[str, ...]:
     """The existing folders (absolute) that ``tree``'s top level adds to
-    ``sys.path``, in order."""
+    ``sys.path``, in order; not the file's own folder or one above it."""
     here = os.path.abspath(path)
     env: dict[str, str | None] = {}
     adders: dict[str, int] = {}  # a function inserting its parameter: name -> position
@@ -49,9 +49,23 @@ def sys_path_folders(tree: ast.Module, path: str) -> tuple[str, ...]:
                 if not os.path.isabs(folder):
                     folder = os.path.join(os.path.dirname(here), folder)
                 folder = os.path.normpath(folder)
+                if _ancestor_or_self(folder, os.path.dirname(here)):
+                    continue  # `sys.path.insert(0, '..')`: dotted names climb there already
                 if os.path.isdir(folder) and folder not in found:
                     found.append(folder)
     return tuple(found)
+
+
+def applies_to(adder: str, importer: str) -> bool:
+    """Whether the folders the module at ``adder`` puts on ``sys.path`` are
+    read for an import in ``importer``: a module under the adder's folder
+    (the scripts beside ``_init_paths.py`` and what they import), not the
+    whole project (``docs/conf.py`` adding the package is the docs')."""
+    return _ancestor_or_self(os.path.dirname(os.path.abspath(adder)), os.path.abspath(importer))
+
+
+def _ancestor_or_self(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _top(body: list[ast.stmt]) -> list[ast.stmt]:
