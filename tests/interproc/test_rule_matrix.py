@@ -20,11 +20,6 @@ from tests.interproc.rule_cases import (
 # What the rules do not follow yet, each for a stated reason (strict: a case
 # that starts passing must leave this list).
 KNOWN_MISSES = {
-    (
-        "stored RNG in a dataset (TT101)",
-        "parameter",
-    ): "the worker payload leaves a generator made in the "
-    "dataset's own class to the file's rule, which does not follow `pick(v)`",
     ("module in a plain list (TT218)", "module global in another file"): "a module "
     "global is a shared reference, not a member made for this list: whether another "
     "module registers it cannot be told, so TT218 stays silent",

@@ -230,19 +230,26 @@ def _argument_text(analysis: Analysis, loader: ExtCallObj) -> str:
     """``args.workers``: the ``num_workers`` argument as written."""
     site = loader.site
     index = analysis.memo.setdefault("calls-at", {})
-    calls = index.get(site.module)
+    calls: dict[tuple[int, int], list[ast.Call]] | None = index.get(site.module)
     if calls is None:
         module = analysis.solver.program.modules.get(site.module)
-        calls = index[site.module] = (
-            {
-                (node.lineno, node.col_offset): node
-                for node in ast.walk(module.tree)
-                if isinstance(node, ast.Call)
-            }
-            if module is not None
-            else {}
-        )
-    call = calls.get((site.line, site.col))
+        found: dict[tuple[int, int], list[ast.Call]] = {}
+        for node in ast.walk(module.tree) if module is not None else ():
+            if isinstance(node, ast.Call):
+                found.setdefault((node.lineno, node.col_offset), []).append(node)
+        calls = index[site.module] = found
+    # `super().__init__(...)` and `super()` start at one place: the call
+    # with the loader's arguments
+    here = calls.get((site.line, site.col), [])
+    call = next(
+        (
+            c
+            for c in here
+            if len(c.args) == len(loader.args)
+            and {k.arg for k in c.keywords if k.arg} == set(loader.kwargs)
+        ),
+        here[-1] if here else None,
+    )
     if call is None:
         return ""
     written = any(k.arg == "num_workers" for k in call.keywords)
@@ -392,11 +399,15 @@ def describe(obj: Obj) -> str:
     return obj.describe()
 
 
-def _order(obj: Obj) -> tuple[str, int, int]:
+def _order(obj: Obj) -> tuple[str, int, int, str, str]:
+    """Source order; objects made at one place (``factory[arch](...)``
+    makes one instance per class) by what they are, then their call
+    contexts, so that a run does not depend on the hash seed."""
     site = getattr(obj, "site", None)
+    what = obj.cls.qname if isinstance(obj, InstObj) else getattr(obj, "type_name", None) or ""
     if isinstance(site, Site):
-        return (site.module, site.line, site.col)
-    return (type(obj).__name__, 0, 0)
+        return (site.module, site.line, site.col, str(what), str(site.ctx))
+    return (type(obj).__name__, 0, 0, str(what), "")
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")
@@ -449,10 +460,138 @@ def cuda_culprits(analysis: Analysis, module: str) -> list[Culprit]:
                 if hop.obj in seen:
                     continue
                 culprit = _culprit(analysis, loader, hop, moved)
+                if culprit is not None and _set_after_workers_start(analysis, loader.obj, hop):
+                    continue
                 if culprit is not None and connected(analysis, loader.obj, hop):
                     seen.add(hop.obj)
                     found.append(culprit)
     return found
+
+
+def _set_after_workers_start(analysis: Analysis, loader: ExtCallObj, hop: Hop) -> bool:
+    """The field that holds the value is set (to anything but ``None``)
+    only by methods of an object the DataLoader's own function makes and
+    calls inside its loop over that DataLoader: the workers start at the
+    loop, with what the field held before it (CenterTrack's
+    ``detector.run()`` keeps ``self.pre_images`` for the next frame,
+    ``None`` until then). The core reads fields flow-insensitively; this
+    is the one order that decides what the workers get. The object must
+    not leave the function other than as the receiver of its methods (a
+    bound method handed out counts as called before the loop), and a
+    setter reached from ``__init__`` or from a call before the loop keeps
+    the value."""
+    parent = hop.parent
+    if parent is None or not hop.via.startswith(".") or not isinstance(parent.obj, InstObj):
+        return False
+    solver = analysis.solver
+    owner = parent.obj
+    cls = owner.cls
+    maker = solver.made_in.get(loader)
+    func = next((f for f in solver.functions if f.qname == maker), None)
+    if func is None or isinstance(func.node, ast.Lambda):
+        return False
+    methods = {
+        f"{cls.qname}.{fn.name}": fn
+        for fn in cls.node.body
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    storing = {name for name, fn in methods.items() if _stores_value(fn, hop.via[1:])}
+    names = _names_of(func.node, owner.site) if owner.site is not None else set()
+    if not storing or not names:
+        return False
+    inside: set[str] = set()  # its methods called in a loop over the loader
+    before: set[str] = {f"{cls.qname}.__init__"}
+    called: set[int] = set()
+    for call, in_loop in _calls_in(func.node, _names_of(func.node, loader.site)):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id in names:
+            called.add(id(call.func))
+            assert isinstance(call.func, ast.Attribute)
+            (inside if in_loop else before).add(f"{cls.qname}.{call.func.attr}")
+    for node in ast.walk(func.node):
+        for child in ast.iter_child_nodes(node):
+            if (
+                isinstance(child, ast.Name)
+                and child.id in names
+                and isinstance(child.ctx, ast.Load)
+            ):
+                if not isinstance(node, ast.Attribute):
+                    return False  # the object itself is passed on
+                if id(node) not in called:
+                    before.add(f"{cls.qname}.{node.attr}")  # a bound method handed out
+
+    def reach(roots: set[str]) -> set[str]:
+        seen, todo = set(roots), list(roots)
+        while todo:
+            for callee in solver.calls.get(todo.pop(), ()):
+                if callee in methods and callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        return seen
+
+    return not storing & reach(before) and storing <= reach(inside)
+
+
+def _names_of(fn: ast.AST, site: Site) -> set[str]:
+    """The local names the call at ``site`` is assigned to in ``fn``."""
+    found: set[str] = set()
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and (node.value.lineno, node.value.col_offset) == (site.line, site.col)
+        ):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+def _stores_value(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
+    """``self.<attr> = <anything but None>`` in ``fn``."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+            value = node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and target.attr == attr
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and not (isinstance(value, ast.Constant) and value.value is None)
+            ):
+                return True
+    return False
+
+
+def _calls_in(fn: ast.AST, loaders: set[str]) -> Iterator[tuple[ast.Call, bool]]:
+    """Every call in ``fn``, and whether it is in the body of a loop over
+    one of ``loaders`` (``for x in loader``, ``enumerate(loader)``,
+    ``tqdm(loader)``)."""
+
+    def over_loader(expr: ast.expr) -> bool:
+        while isinstance(expr, ast.Call) and expr.args:
+            expr = expr.args[0]
+        return isinstance(expr, ast.Name) and expr.id in loaders
+
+    def visit(node: ast.AST, in_loop: bool) -> Iterator[tuple[ast.Call, bool]]:
+        if isinstance(node, ast.Call):
+            yield node, in_loop
+        if isinstance(node, (ast.For, ast.AsyncFor)) and over_loader(node.iter):
+            yield from visit(node.iter, in_loop)
+            for stmt in node.body:
+                yield from visit(stmt, True)
+            for stmt in node.orelse:
+                yield from visit(stmt, in_loop)
+            return
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from visit(child, in_loop)
+
+    yield from visit(fn, False)
 
 
 def _culprit(
@@ -765,6 +904,17 @@ def rng_culprits(analysis: Analysis, module: str) -> list[Culprit]:
             found.append(Culprit(loader, hop, "certain", "rng", hop.obj.site))
             done.add((place, hop.obj))
     return found
+
+
+def every_rng_culprit(analysis: Analysis) -> list[Culprit]:
+    """``rng_culprits`` for the DataLoaders of every module."""
+    memo = analysis.memo.get("rng-culprits")
+    if memo is None:
+        modules = sorted({lo.obj.site.module for lo in loaders(analysis)})
+        memo = analysis.memo["rng-culprits"] = [
+            c for m in modules for c in rng_culprits(analysis, m)
+        ]
+    return memo
 
 
 NUMPY_RESEEDS = frozenset({"numpy.random.seed", "numpy.random.set_state"})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torchtrap.core.objects import ModuleObj
 from torchtrap.project.layout import module_name
+from torchtrap.project.sys_path import applies_to, sys_path_folders
 
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 MAX_FILE_BYTES = 2_000_000  # generated code past this size says nothing about calls
@@ -44,18 +45,49 @@ class Program:
                 package = package.rpartition(".")[0]
         if found is None and importer is not None and "." in name:
             found = self._by_folder(name, importer.path)
+        if found is None and importer is not None:
+            found = self._on_sys_path(name, importer.path)
         return found
+
+    def _on_sys_path(self, name: str, importer: str) -> Module | None:
+        """A module under a folder a script of the program puts on
+        ``sys.path`` by a literal path (``import _init_paths``), for an
+        importer under that script's folder."""
+        roots = self.__dict__.get("_sys_paths")
+        if roots is None or roots[0] != len(self.modules):
+            found: list[tuple[str, str]] = []
+            for module in self.modules.values():
+                if module.obj.path.endswith(".py"):
+                    path = module.obj.path
+                    found += [(path, f) for f in sys_path_folders(module.tree, path)]
+            roots = self.__dict__["_sys_paths"] = (len(self.modules), tuple(found))
+        if not roots[1]:
+            return None
+        by_path = self._path_table()
+        rel = name.replace(".", os.sep)
+        for adder, root in roots[1]:
+            if not applies_to(adder, importer):
+                continue
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py")):
+                hit = by_path.get(os.path.join(root, candidate))
+                if hit is not None:
+                    return hit
+        return None
+
+    def _path_table(self) -> dict[str, Module]:
+        by_path: dict[str, Module] | None = self.__dict__.get("_paths")
+        if by_path is None or len(by_path) != len(self.modules):
+            by_path = self.__dict__["_paths"] = {
+                os.path.abspath(m.obj.path): m for m in self.modules.values()
+            }
+        return by_path
 
     def _by_folder(self, name: str, importer: str) -> Module | None:
         """A dotted name that starts at a folder above the importer: run as
         ``python -m src.train`` from the repository, ``src/train.py``
         imports ``src.data.sets`` although ``src`` is a source root (the
         project index resolves it the same way)."""
-        by_path = self.__dict__.get("_paths")
-        if by_path is None or len(by_path) != len(self.modules):
-            by_path = self.__dict__["_paths"] = {
-                os.path.abspath(m.obj.path): m for m in self.modules.values()
-            }
+        by_path = self._path_table()
         rel = name.replace(".", os.sep)
         folder = os.path.dirname(os.path.abspath(importer))
         while True:

@@ -115,6 +115,7 @@ HF_TRAINERS = frozenset(
     }
 )
 HF_TRAINER_DATASETS = (("train_dataset", 3), ("eval_dataset", 4))
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 MAX_OBJECTS = 48  # past this a node is "anything": its set is no evidence
 MAX_OPAQUE = 16  # of those, library values and constants
 MAX_DOTS = 8  # a.b.c... chains of library attributes
@@ -866,6 +867,16 @@ class Solver:
         elif isinstance(obj, ExtAttrObj):
             if obj.qname:
                 self.record(cs.caller, obj.qname)
+            if (
+                obj.attr == "__init__"
+                and obj.qname
+                and obj.qname[: -len(".__init__")] in ALL_LOADERS
+            ):
+                # `class Iterator(DataLoader)`: `super().__init__(dataset, ...)`
+                # builds the loader the subclass is, with these arguments
+                loader = self._ext_call(self.external(obj.qname[: -len(".__init__")]), cs)
+                self._loader_calls(loader, cs)
+                return
             made = self._ext_call(obj, cs)  # kept: where a module moved to CUDA
             base = obj.base
             if (
@@ -1215,6 +1226,12 @@ class Solver:
             self.add(cs.dst, (partial,))
             return
         if name.startswith("<builtin>.") and self._builtin(short, args, cs):
+            return
+        if name in COPIES and args:
+            # A copy holds objects of the same classes in the same state:
+            # read as the objects themselves (its fields, methods and what
+            # workers get), not as a library value
+            self.edge(args[0], cs.dst)
             return
         if name in CONFIG_READERS and args:
             self.on(args[0], functools.partial(self._config_file, cs, 0))

@@ -52,6 +52,7 @@ from torchtrap.project.summary import (
     Span,
     module_key,
 )
+from torchtrap.project.sys_path import applies_to
 
 T = TypeVar("T")
 _MAX_DEPTH = 12  # re-export chains and import cycles
@@ -384,8 +385,26 @@ class Project:
                     return found
             parent = os.path.dirname(folder)
             if "." not in name or parent == folder:
-                return None
+                break
             folder = parent
+        # A folder a script puts on sys.path by a literal path (`_init_paths`)
+        for adder, extra in self.sys_paths:
+            if not applies_to(adder.path, importer):
+                continue
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
+                found = self._by_path.get(os.path.join(extra, candidate))
+                if found is not None:
+                    _read(adder)  # the answer depends on the file that adds it
+                    return found
+        return None
+
+    @cached_property
+    def sys_paths(self) -> tuple[tuple[ModuleSummary, str], ...]:
+        """Each module that puts folders on ``sys.path`` by a path its text
+        fixes (``project.sys_path``), with each folder."""
+        return tuple(
+            (summary, folder) for summary in self._by_path.values() for folder in summary.sys_paths
+        )
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

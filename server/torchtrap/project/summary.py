@@ -38,6 +38,7 @@ from torchtrap.project.passing import (
     made_by,
     passing_sites,
 )
+from torchtrap.project.sys_path import sys_path_folders
 from torchtrap.source import SourceText
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ if TYPE_CHECKING:
 # 6: FunctionFact.annotated (the return annotation: `-> Tensor`, `-> tuple[Tensor, ...]`),
 # FunctionFact.makes, ModuleSummary.passing / called
 # 7: ClassFact.buffers_only (a feature extractor with constant buffers, TT104)
-SUMMARY_VERSION = 8
+# 9: ModuleSummary.sys_paths (folders the module puts on sys.path)
+SUMMARY_VERSION = 9
 
 # torch.utils.data wrappers whose first argument is the dataset they wrap.
 _WRAPPERS = frozenset({"Subset", "ConcatDataset", "ChainDataset", "StackDataset"})
@@ -241,6 +243,8 @@ class ModuleSummary:
     # with an argument in the text (:mod:`torchtrap.project.passing`).
     passing: tuple[PassingSite, ...] = ()
     called: tuple[tuple[str, int], ...] = ()
+    # folders the module's top level puts on sys.path (`_init_paths.py`)
+    sys_paths: tuple[str, ...] = ()
 
     def defines(self, name: str) -> bool:
         return name in self.classes or name in self.functions or name in self.assigned
@@ -945,6 +949,8 @@ def summarize(
             work.call_sites(facts, imports, results)
     work.instances()
     work.passing(facts)
+    if "sys.path" in text:
+        summary.sys_paths = sys_path_folders(tree, path)
     if "set_start_method" in text:
         summary.pins_fork = pins_fork(facts if facts is not None else ModuleFacts(tree))
     if "workers=True" in text and any(word in text for word in _SEEDS_WORKERS):

@@ -33,7 +33,7 @@ from torchtrap.values.datasets import (
     related_message,
 )
 from torchtrap.values.remote import remote_uses
-from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits
+from torchtrap.values.worker_payload import PayloadCulprit, payload_culprits, rng_here
 
 
 # The generator families of the value layer (torchtrap.facts.generators).
@@ -88,7 +88,11 @@ class StoredRngInDataset(Rule):
     result), when the code the workers run (`__getitem__`, `collate_fn` and
     every function they call, in any file) draws from it and never re-seeds
     it; the message names the worker count and where it comes from
-    (`num_workers=8 (args.workers, default at train.py:40)`).
+    (`num_workers=8 (args.workers, default at train.py:40)`). Such a
+    generator is also reported where it is made when that is in another
+    file than the DataLoader (an augmentation's `self.rs = RandomState(47)`,
+    a mixin's `default_rng(seed)`), with the DataLoader as related
+    information.
 
     Severity: **error** when a DataLoader in the file receives the dataset
     with a literal `num_workers > 0`; **warning** when its `num_workers` is
@@ -215,6 +219,16 @@ class StoredRngInDataset(Rule):
         ctx = self.ctx
         for found in payload_culprits(ctx.project, ctx.path, ctx.text, ctx.tree, "rng"):
             yield self._payload_finding(found)
+        makes = [w for w in words if w not in ("DataLoader", "Trainer")]
+        if ctx.project is None or not any(w in ctx.text for w in makes):
+            return  # only a file that can make a generator asks the loaders' model
+        for here in rng_here(ctx.project, ctx.path, ctx.text, ctx.tree):
+            yield self.finding(
+                here.node,
+                here.message,
+                severity=Severity.ERROR if here.certain else Severity.WARNING,
+                related=here.related,
+            )
 
     def _payload_finding(self, found: PayloadCulprit) -> Finding:
         """A generator the workers get through other objects (an augmentation

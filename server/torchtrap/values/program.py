@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from torchtrap.core.analysis import Analysis, analyse
 from torchtrap.core.objects import Site
 from torchtrap.core.program import MAX_FILE_BYTES, Program
-from torchtrap.core.solver import HF_TRAINERS
+from torchtrap.core.solver import ALL_LOADERS, HF_TRAINERS
 from torchtrap.findings import Range
 from torchtrap.project.index import Project
 from torchtrap.project.summary import ModuleSummary, module_key
@@ -244,9 +244,14 @@ def _model(
 
 
 def _builds_loaders(summary: ModuleSummary) -> bool:
-    """A module that builds DataLoaders: by hand, or through a Hugging
-    Face ``Trainer`` it imports (which builds them from its datasets)."""
-    return bool(summary.dataloaders) or any(ref in HF_TRAINERS for ref in summary.imports.values())
+    """A module that builds DataLoaders: by hand, through a Hugging Face
+    ``Trainer`` it imports (which builds them from its datasets), or as a
+    ``DataLoader`` subclass (whose ``super().__init__(dataset, ...)`` does)."""
+    return (
+        bool(summary.dataloaders)
+        or any(ref in HF_TRAINERS for ref in summary.imports.values())
+        or any(base in ALL_LOADERS for cls in summary.classes.values() for base in cls.bases)
+    )
 
 
 def _reached(project: Project | None, this: str) -> list[ModuleSummary]:

@@ -25,7 +25,9 @@ from torchtrap.core.payload import (
     cuda_made_by_workers,
     describe,
     every_cuda_culprit,
+    every_rng_culprit,
     global_numpy_draws,
+    loaders,
     model_culprits,
     rng_culprits,
     workers_text,
@@ -148,11 +150,72 @@ def _seen_by_the_file_rules(culprit: Culprit, model: Model, *, with_bases: bool)
             and (c.module is owner.cls.module or _has_entry(c.node))
         ]
     made = culprit.made
-    return any(
-        cls.module.name == made.module
-        and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
+    inside = [
+        cls
         for cls in classes
-    )
+        if cls.module.name == made.module
+        and cls.node.lineno <= made.line <= (cls.node.end_lineno or cls.node.lineno)
+    ]
+    if culprit.kind != "rng" or not inside:
+        return bool(inside)
+    # TT101's file rule reads the generator the store itself makes
+    # (`self.rng = default_rng(s)`, `rng or default_rng()`, a local name):
+    # one passed through a call (`self.rng = pick(default_rng(s))`) is the payload's
+    return _stored_as_made(inside[0].node, chain[1].via[1:], made)
+
+
+def _stored_as_made(cls: ast.ClassDef, attr: str, made: Site) -> bool:
+    """Whether a method of ``cls`` stores the call made at ``made`` on
+    ``self.<attr>`` as the stored value itself."""
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not (fn.lineno <= made.line <= (fn.end_lineno or fn.lineno)):
+            continue
+        assigned: dict[str, list[ast.expr]] = {}
+        stores: list[ast.expr] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(value)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == attr
+                    and isinstance(target.value, ast.Name)
+                ):
+                    stores.append(value)
+        if any(_holds_call(v, made, assigned, 0) for v in stores):
+            return True
+    return False
+
+
+def _holds_call(
+    value: ast.expr, made: Site, assigned: dict[str, list[ast.expr]], depth: int
+) -> bool:
+    """``value`` is the call at ``made``: itself, an alternative of an
+    ``or``/``if``-expression, a method chain on it (``.manual_seed(0)``), or
+    a local name assigned one."""
+    if depth > 8:
+        return False
+    if isinstance(value, ast.Call):
+        if (value.lineno, value.col_offset) == (made.line, made.col):
+            return True
+        return isinstance(value.func, ast.Attribute) and _holds_call(
+            value.func.value, made, assigned, depth + 1
+        )
+    if isinstance(value, ast.BoolOp):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in value.values)
+    if isinstance(value, ast.IfExp):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in (value.body, value.orelse))
+    if isinstance(value, ast.Name):
+        return any(_holds_call(v, made, assigned, depth + 1) for v in assigned.get(value.id, ()))
+    return False
 
 
 def _has_entry(node: ast.ClassDef) -> bool:
@@ -342,6 +405,84 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
                 )
             )
         found.setdefault((node.lineno, 0), CudaHere(node, text_, certain, rows))
+    return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
+
+
+@dataclass
+class RngHere:
+    """A generator DataLoader workers get a copy of, reported where it is
+    made when the DataLoader is in another file and the file's own rule
+    does not see it (an augmentation object's ``self.rs``, a mixin's
+    generator, one a dataset keeps through a helper)."""
+
+    node: ast.Call  # the generator's constructor, in the linted file
+    message: str
+    certain: bool
+    related: list[RelatedLocation]
+
+
+def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[RngHere]:
+    model = reached_model(project, path, text, tree)
+    if model is None:
+        return []
+    analysis, module = model.analysis, model.module
+    calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    here = os.path.abspath(path)
+    found: dict[int, RngHere] = {}
+    # the DataLoader with the most workers first: the one the finding names
+    ranked = sorted(
+        every_rng_culprit(analysis),
+        key=lambda c: (c.loader.workers.kind != "some", -max(c.loader.workers.values, default=0)),
+    )
+    # A helper's DataLoader copied per call site: the copies hold the
+    # callers' counts; the shared definition's "unknown" is no count
+    copied = {(s.module, s.line, s.col) for lo in loaders(analysis) if (s := lo.obj.site).ctx}
+    for culprit in ranked:
+        made, site = culprit.made, culprit.loader.obj.site
+        if made.module != module or site.module == module:
+            continue  # at a DataLoader of this file, its own finding says it
+        if not site.ctx and (site.module, site.line, site.col) in copied:
+            continue
+        if made.line in found or _seen_by_the_file_rules(culprit, model, with_bases=True):
+            continue
+        node = calls.get((made.line, made.col))
+        if node is None:
+            continue
+        loader = culprit.loader
+        workers = loader.workers
+        certain = workers.kind == "some"
+        count = workers_text(workers, short=True)
+        at = analysis.solver.where(loader.obj.site)
+        chain = chain_text(culprit.hop)
+        if workers.values == (1,) and not workers.positive:
+            tail = "the same random numbers every epoch"
+        else:
+            tail = "the same random numbers in each"
+        text_ = _fitting(
+            f"DataLoader workers get a copy of this generator ({count}, {at}, via {chain}): {tail}",
+            f"DataLoader workers get a copy of this generator ({count}, {at}): {tail}",
+            f"DataLoader workers get a copy of this generator ({count}): {tail}",
+        )
+        rows: list[RelatedLocation] = []
+        site = loader.obj.site
+        where = model.where(site.module, site.line, site.col)
+        if where is not None:
+            note = f"the DataLoader ({workers_text(workers, short=True)}), with no worker_init_fn"
+            rows.append(RelatedLocation(where[1], note, path=other_path(where[0], here)))
+        for hop in culprit.hop.chain()[:-1]:
+            made_at = _made_at(hop)
+            if made_at is None:
+                continue
+            where = model.where(made_at.module, made_at.line, made_at.col)
+            if where is not None:
+                rows.append(
+                    RelatedLocation(
+                        where[1],
+                        f"{hop.via}: `{describe(hop.obj)}` made here",
+                        path=other_path(where[0], here),
+                    )
+                )
+        found[made.line] = RngHere(node, text_, certain, rows)
     return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
 
 
