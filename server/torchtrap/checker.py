@@ -33,6 +33,7 @@ from torchtrap.project.cache import Cache, Entry, entry_key, rules_key
 from torchtrap.project.index import PENDING, Project
 from torchtrap.project.layout import module_name
 from torchtrap.project.summary import ModuleSummary
+from torchtrap.values.program import frozen_models
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -264,8 +265,9 @@ def run(items: list[Item], options: Options) -> list[FileReport]:
     threshold = gc.get_threshold()
     gc.set_threshold(max(threshold[0], 500_000), *threshold[1:])
     try:
-        _pass_one(todo, pool, options)
-        return _pass_two(items, pool, options)
+        with frozen_models():
+            _pass_one(todo, pool, options)
+            return _pass_two(items, pool, options)
     finally:
         gc.set_threshold(*threshold)
         if pool is not None:

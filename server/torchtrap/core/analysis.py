@@ -10,7 +10,7 @@ from typing import Any
 
 from torchtrap.core.objects import ClassObj, ExternalObj, FuncObj, InstObj, Obj, Site
 from torchtrap.core.program import Module, Program, absolute, load
-from torchtrap.core.scopes import bound_names
+from torchtrap.core.scopes import bound_names, count_statements, statements
 from torchtrap.core.solver import CallSite, Solver
 from torchtrap.core.walker import Walker
 
@@ -95,7 +95,7 @@ def _analyse(program: Program) -> Analysis:
 def _record_star_imports(solver: Solver, program: Program, module: Module) -> None:
     """Every module's ``from x import *`` before any module is walked: a
     name read through a star import is resolved once, whatever the order."""
-    for node in ast.walk(module.tree):
+    for node in statements(module.tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             base = absolute(module.obj, node.level, node.module)
             if base is None:
@@ -108,7 +108,7 @@ def _record_star_imports(solver: Solver, program: Program, module: Module) -> No
 
 
 def _count_statements(tree: ast.Module) -> int:
-    return sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt))
+    return count_statements(tree)
 
 
 def _any_instance(solver: Solver) -> None:

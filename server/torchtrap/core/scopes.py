@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -30,6 +31,29 @@ def own_nodes(body: list[ast.stmt] | ast.expr) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
         else:
             stack.extend(ast.iter_child_nodes(node))
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def statements(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and the statements below it (with the except handlers and
+    match cases that hold them), in ``ast.walk``'s order: only these can
+    hold a statement, so the expressions (most of a tree) are not entered.
+    Pruning whole subtrees keeps a breadth-first order of the rest."""
+    queue = deque([node])
+    while queue:
+        node = queue.popleft()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], _BLOCKS):
+                queue.extend(value)
+        yield node
+
+
+def count_statements(node: ast.AST) -> int:
+    """How many statements ``node`` holds (itself included)."""
+    return sum(1 for n in statements(node) if isinstance(n, ast.stmt))
 
 
 def bound_names(body: list[ast.stmt] | ast.expr) -> tuple[set[str], set[str], set[str]]:

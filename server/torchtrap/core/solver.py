@@ -41,7 +41,7 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Program
-from torchtrap.core.scopes import bound_names, is_generator, lambda_numbers
+from torchtrap.core.scopes import bound_names, count_statements, is_generator, lambda_numbers
 
 # nn.Module methods that return the module itself (`model = Net().to(device)`).
 MODULE_SELF_METHODS = frozenset(
@@ -435,7 +435,7 @@ class Solver:
     def _size(self, func: FuncObj) -> int:
         size = self.sizes.get(func)
         if size is None:
-            size = self.sizes[func] = sum(1 for n in ast.walk(func.node) if isinstance(n, ast.stmt))
+            size = self.sizes[func] = count_statements(func.node)
         return size
 
     # -- globals and star imports --------------------------------------------------------

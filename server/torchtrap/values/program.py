@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchtrap.core.analysis import Analysis, analyse
@@ -38,6 +40,20 @@ def limit(files: int, edited_files: int) -> None:
 
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
 _MEMO_SLOTS = 4
+# Models evicted from ``_MEMO`` but not yet released: asked again with the
+# same key (pytorch/examples' loaders' model, evicted by four one-file
+# models between two loader files), the model is taken back instead of
+# built again (4 s there). ``_MEMO`` itself keeps its four slots: which
+# models it holds is what ``module_model`` may reuse.
+_SPARE: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
+_SPARE_SLOTS = 4
+# Keys of models refused for their size (the owner kept, so that its id is
+# not reused while the entry lives).
+_REFUSED: dict[object, tuple[Project | None]] = {}
+_REFUSED_SLOTS = 256
+_ENTRIES: dict[int, tuple[list[ModuleSummary], dict[str, tuple[str, bool]], frozenset[str]]] = {}
+_ENTRIES_SLOTS = 64
+_FREEZE = [False]  # `frozen_models` active
 MAX_IMPORTED = 40  # modules a one-expression question may cost
 # Source bytes a model may cover. Measured (2-core machine, loaded): about
 # 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
@@ -146,7 +162,7 @@ def reached_model(project: Project | None, path: str, text: str, tree: ast.Modul
     if project.summary(this) is None:
         return None
     reached = _reached(project, this)
-    if not any(os.path.abspath(s.path) == this for s in reached):
+    if this not in _entries(reached)[0]:
         return None
     return _model(project, this, text, tree, reached, MAX_FILES, MAX_SOURCE_BYTES)
 
@@ -195,12 +211,11 @@ def _model(
     most: int,
     most_bytes: int,
 ) -> Model | None:
-    entries: dict[str, tuple[str, bool]] = {}
-    for summary in reached:
-        where = os.path.abspath(summary.path)
-        entries[where] = (summary.module or _stem(where), summary.is_package)
+    entries, paths = _entries(reached)
     if this not in entries:
+        entries = dict(entries)
         entries[this] = (_stem(this), False)
+        paths = frozenset(entries)
     if len(entries) > most:
         return None
     edited = not _same_as_disk(this, text)
@@ -216,31 +231,80 @@ def _model(
     texts.pop(this, None)
     key = (
         id(owner),
-        this if alone else frozenset(entries),
+        this if alone else paths,
         hash(text) if edited or alone else None,
         tuple(sorted((p, hash(t)) for p, t in texts.items())),
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not owner:
+        refused = _REFUSED.get((key, most_bytes))
+        if refused is not None and refused[0] is owner:
+            return None  # past a cap when last asked: sizing it again stats every file
         # Sized only when built: every file of a project asks the same
         # model, and a stat of each of its files per lint added up (466
         # files of Diffusion-LM asked it: 0.05 s each)
-        if _source_bytes(entries, this, text) > most_bytes:
-            return None
-        if edited and len(entries) > MAX_EDITED_FILES:
+        if _source_bytes(entries, this, text) > most_bytes or (
+            edited and len(entries) > MAX_EDITED_FILES
+        ):
+            if len(_REFUSED) >= _REFUSED_SLOTS:
+                _REFUSED.clear()
+            _REFUSED[(key, most_bytes)] = (owner,)
             return None
         _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
-        found = (owner, analyse(_load(entries, this, tree, texts)))
+        spare = _SPARE.pop(key, None)
+        if spare is not None and spare[0] is owner:
+            found = spare  # evicted, not yet released: the same inputs, the same model
+        else:
+            found = (owner, analyse(_load(entries, this, tree, texts)))
+            if _FREEZE[0]:
+                gc.freeze()
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
-            _MEMO.popitem(last=False)[1][1].solver.release()
+            evicted_key, evicted = _MEMO.popitem(last=False)
+            _SPARE[evicted_key] = evicted
+            while len(_SPARE) > _SPARE_SLOTS:
+                _SPARE.popitem(last=False)[1][1].solver.release()
     else:
         _MEMO.move_to_end(key)
         analysis = found[1]
     if not analysis.solver.complete:
         return None  # stopped at its budget: what it holds is partial, no evidence
     return Model(analysis, entries[this][0])
+
+
+def _entries(reached: list[ModuleSummary]) -> tuple[dict[str, tuple[str, bool]], frozenset[str]]:
+    """The model's files (absolute path: module name, is a package) for
+    ``reached``, made once per list: every file of a project asks the
+    loaders' model with the same list (Lightning: a tenth of its check
+    went to these paths and the key made of them)."""
+    memo = _ENTRIES.get(id(reached))
+    if memo is not None and memo[0] is reached:
+        return memo[1], memo[2]
+    entries: dict[str, tuple[str, bool]] = {}
+    for summary in reached:
+        where = os.path.abspath(summary.path)
+        entries[where] = (summary.module or _stem(where), summary.is_package)
+    if len(_ENTRIES) >= _ENTRIES_SLOTS:
+        _ENTRIES.clear()
+    _ENTRIES[id(reached)] = (reached, entries, frozenset(entries))
+    return entries, _ENTRIES[id(reached)][2]
+
+
+@contextlib.contextmanager
+def frozen_models() -> Iterator[None]:
+    """While active (``check``), every model built is moved out of the
+    garbage collector's reach (``gc.freeze``): its millions of objects
+    otherwise sit in the young generations, and each young pass after the
+    build walks them all again (a fifth of pytorch/examples' check). A
+    process that keeps running (the editor) does not freeze: what it
+    freezes would never be collected."""
+    before = _FREEZE[0]
+    _FREEZE[0] = True
+    try:
+        yield
+    finally:
+        _FREEZE[0] = before
 
 
 def _builds_loaders(summary: ModuleSummary) -> bool:
