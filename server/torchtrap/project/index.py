@@ -373,12 +373,21 @@ class Project:
     def _beside(self, name: str, importer: str) -> ModuleSummary | None:
         folder = os.path.dirname(os.path.abspath(importer))
         rel = name.replace(".", os.sep)
+        # A dotted name's files lie under its first part's folder: where no
+        # indexed file does, the three candidates need not be joined (most
+        # names are libraries', `torch.nn`, asked at every level up to /).
+        first = name.partition(".")[0]
+        folders = self._folders() if first and "." in name else None
         # A dotted name may also start at a folder above the script: run as
         # `python -m src.train` from the repository, `src/train.py` imports
         # `src.data.sets` although `src` is a source root. A single name is
         # left to the script's own folder (`utils` above it is a guess).
         while True:
-            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
+            if folders is not None and os.path.join(folder, first) not in folders:
+                candidates: tuple[str, ...] = ()
+            else:
+                candidates = (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi")
+            for candidate in candidates:
                 found = self._by_path.get(os.path.join(folder, candidate))
                 if found is not None:
                     return found
@@ -386,6 +395,22 @@ class Project:
             if "." not in name or parent == folder:
                 return None
             folder = parent
+
+    def _folders(self) -> set[str]:
+        """Every folder that holds an indexed file, at any depth."""
+        memo = self.__dict__.get("_folders_memo")
+        if memo is None or memo[0] is not self._by_path or memo[1] != len(self._by_path):
+            folders: set[str] = set()
+            for path in self._by_path:
+                folder = os.path.dirname(path)
+                while folder not in folders:
+                    folders.add(folder)
+                    parent = os.path.dirname(folder)
+                    if parent == folder:
+                        break
+                    folder = parent
+            memo = self.__dict__["_folders_memo"] = (self._by_path, len(self._by_path), folders)
+        return memo[2]  # type: ignore[no-any-return]
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

@@ -65,6 +65,9 @@ MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 _BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
 _DISK: list[tuple[object, bool]] = [((), False)]  # the last file compared with its text
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
+# Projects whose tables are kept: `check` of several roots asks them in turn
+# (each lint of the second pass may ask another root's).
+_PROJECT_SLOTS = 4
 # What each module imports (and the packages above it), per index: every
 # file's closure walks its neighbours' imports again (a third of TT213's
 # time on timm, whose closures pass the cap).
@@ -330,7 +333,7 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     # they pass is what the workers get. Taken when the model stays within
     # its bounds, else the loaders' own closure as before.
     keys = {module_key(s) for s in builders}
-    callers = [s for s in project if keys.intersection(_imports(project, s))]
+    callers = [s for s in project if keys.intersection(_imports(project, s))] if keys else []
     if callers:
         # the callers and what they import directly (the helper that makes
         # what they pass), not their whole closure (their models, trainers)
@@ -345,7 +348,8 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
         sizes = {os.path.abspath(s.path): ("", False) for s in wider}
         if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
             found = wider
-    _REACHED.clear()  # one project at a time: check has one, an editor's newest
+    if len(_REACHED) >= _PROJECT_SLOTS:
+        _REACHED.clear()  # a few projects at a time: check has one per root, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found
 
@@ -378,7 +382,8 @@ def _imports(project: Project, summary: ModuleSummary) -> list[str]:
     """The project modules ``summary`` imports, and the packages above it."""
     memo = _IMPORTS.get(id(project))
     if memo is None or memo[0] is not project:
-        _IMPORTS.clear()  # one project at a time
+        if len(_IMPORTS) >= _PROJECT_SLOTS:
+            _IMPORTS.clear()  # a few projects at a time
         memo = _IMPORTS[id(project)] = (project, {})
     known = memo[1].get(summary.path)
     if known is not None and known[0] is summary:
