@@ -206,6 +206,7 @@ class Solver:
         self.budget = budget or 2_000_000
         self.max_nodes = max_nodes or 2_000_000
         self.partial_calls: set[tuple[Obj, int]] = set()
+        self.wrapper_calls: set[tuple[int, int]] = set()
         self.steps = 0
         self.complete = True
 
@@ -1117,7 +1118,14 @@ class Solver:
             self.edge(self._sequence(obj, cs), cs.dst)
         if obj.type_name in WRAPPERS and obj.args:
             # `nn.DataParallel(net)(x)` is `net(x)`: its output, not a library value.
-            self.call(obj.args[0], cs)
+            # Once per (wrapped node, call): `model = nn.DataParallel(model)`
+            # wraps itself, and each call registered the call again on the
+            # node holding it (pytorch/examples: 2 million handlers, stopped
+            # at the step budget). The same call on the same node twice adds
+            # nothing.
+            if (obj.args[0], id(cs)) not in self.wrapper_calls:
+                self.wrapper_calls.add((obj.args[0], id(cs)))  # cs lives in the handler
+                self.call(obj.args[0], cs)
             return
         if obj.type_name in COMPOSES and obj.args and cs.args:
             # Each transform gets the input or another's output (read
