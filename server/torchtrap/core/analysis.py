@@ -10,7 +10,7 @@ from typing import Any
 
 from torchtrap.core.objects import ClassObj, ExternalObj, FuncObj, InstObj, Obj, Site
 from torchtrap.core.program import Module, Program, absolute, load
-from torchtrap.core.scopes import bound_names, count_statements, statements
+from torchtrap.core.scopes import count_statements, scope_of, statements
 from torchtrap.core.solver import CallSite, Solver
 from torchtrap.core.walker import Walker
 
@@ -60,7 +60,7 @@ def _analyse(program: Program) -> Analysis:
         max_nodes=NODES_PER_STATEMENT * statements + NODES_BASE,
     )
     for module in program.modules.values():
-        solver.module_names[module.obj.name] = bound_names(module.tree.body)[0]
+        solver.module_names[module.obj.name] = scope_of(module.tree)[0]
     solver.max_copies = 1_000 + 2 * statements // 10
 
     def copy(func: FuncObj, ctx: tuple[Site, ...]) -> FuncObj:

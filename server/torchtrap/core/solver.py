@@ -41,7 +41,7 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Program
-from torchtrap.core.scopes import bound_names, count_statements, is_generator, lambda_numbers
+from torchtrap.core.scopes import count_statements, generator_of, lambdas_of, scope_of
 
 # nn.Module methods that return the module itself (`model = Net().to(device)`).
 MODULE_SELF_METHODS = frozenset(
@@ -194,9 +194,6 @@ class Solver:
         self.opaque: dict[int, int] = {}
         self.definitions: dict[FuncObj, tuple[object, dict[str, int]]] = {}
         self.ctx_nodes: dict[int, list[int]] = {}  # id(expression) -> its nodes in copies
-        self.scope_memo: dict[int, tuple[set[str], set[str], set[str]]] = {}
-        self.lambda_memo: dict[int, dict[int, int]] = {}
-        self.generator_memo: dict[int, bool] = {}
         self.sizes: dict[FuncObj, int] = {}
         self.copies: dict[tuple[FuncObj, Site], FuncObj] = {}
         self.made_in: dict[Obj, str] = {}  # a library call's result -> the function that calls
@@ -398,22 +395,13 @@ class Solver:
     def lambdas(self, node: ast.AST) -> dict[int, int]:
         """``<lambdaN>`` numbers of a function's own lambdas (every copy of
         the function asks again)."""
-        found = self.lambda_memo.get(id(node))
-        if found is None:
-            found = self.lambda_memo[id(node)] = lambda_numbers(node.body)  # type: ignore[attr-defined]
-        return found
+        return lambdas_of(node)
 
     def generator(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-        found = self.generator_memo.get(id(node))
-        if found is None:
-            found = self.generator_memo[id(node)] = is_generator(node)
-        return found
+        return generator_of(node)
 
     def scope_names(self, node: ast.AST) -> tuple[set[str], set[str], set[str]]:
-        found = self.scope_memo.get(id(node))
-        if found is None:
-            found = self.scope_memo[id(node)] = bound_names(node.body)  # type: ignore[attr-defined]
-        return found
+        return scope_of(node)
 
     def context(self, func: FuncObj, cs: CallSite) -> FuncObj:
         """The copy of a small function analysed for this call site alone,

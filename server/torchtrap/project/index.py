@@ -410,7 +410,7 @@ class Project:
                         break
                     folder = parent
             memo = self.__dict__["_folders_memo"] = (self._by_path, len(self._by_path), folders)
-        return memo[2]  # type: ignore[no-any-return]
+        return memo[2]
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

@@ -59,6 +59,11 @@ MAX_IMPORTED = 40  # modules a one-expression question may cost
 # 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
 # a check must stay within a few seconds of its cold time.
 MAX_SOURCE_BYTES = 600_000
+# Parsed files the models read, by path: ((mtime, size), tree), oldest
+# first, up to this many bytes of source (a tree takes ~50x its source).
+_TREES: OrderedDict[str, tuple[tuple[int, int], ast.Module]] = OrderedDict()
+_TREES_BYTES = [0]
+MAX_TREES_BYTES = 2 * MAX_SOURCE_BYTES
 MAX_IMPORTED_BYTES = 150_000
 MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 # (the project index the count is for, models built for it)
@@ -430,6 +435,30 @@ def _same_as_disk(path: str, text: str) -> bool:
     return _DISK[0][1]
 
 
+def _parsed(path: str) -> ast.Module | None:
+    """The file's tree as on disk, None past ``MAX_FILE_BYTES``; kept while
+    the file is unchanged, for the next model over it (a check of
+    detectron2 builds eight, over the same few dozen files, each parsing
+    them again). The trees are read-only to the model, and what it learns
+    of their syntax is kept on them (``core.scopes.scope_of``)."""
+    stat = os.stat(path)
+    if stat.st_size > MAX_FILE_BYTES:
+        return None
+    key = (stat.st_mtime_ns, stat.st_size)
+    found = _TREES.get(path)
+    if found is not None and found[0] == key:
+        _TREES.move_to_end(path)
+        return found[1]
+    with open(path, "rb") as handle:
+        tree = ast.parse(handle.read(), filename=path)
+    _TREES[path] = (key, tree)
+    _TREES_BYTES[0] += stat.st_size - (found[0][1] if found is not None else 0)
+    while _TREES_BYTES[0] > MAX_TREES_BYTES and len(_TREES) > 1:
+        _, ((_, size), _) = _TREES.popitem(last=False)
+        _TREES_BYTES[0] -= size
+    return tree
+
+
 def _load(
     entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module, texts: dict[str, str]
 ) -> Program:
@@ -442,10 +471,9 @@ def _load(
             if path in texts:  # an open document: its text, not the disk's
                 program.add(name, path, package, ast.parse(texts[path], filename=path))
                 continue
-            if os.path.getsize(path) > MAX_FILE_BYTES:
-                continue
-            with open(path, "rb") as handle:
-                program.add(name, path, package, ast.parse(handle.read(), filename=path))
+            parsed = _parsed(path)
+            if parsed is not None:
+                program.add(name, path, package, parsed)
         except (OSError, SyntaxError, ValueError, RecursionError) as error:
             program.skipped.append((path, f"{type(error).__name__}: {error}"))
     return program
