@@ -392,11 +392,35 @@ def describe(obj: Obj) -> str:
     return obj.describe()
 
 
-def _order(obj: Obj) -> tuple[str, int, int]:
+def _order(obj: Obj) -> tuple[str, int, int, str]:
+    """Where ``obj`` is made, then what it is: a total order as far as the
+    model tells objects apart. Objects hash by identity, so a tie left to
+    a set's order named one model or another from run to run (SciCo's two
+    bound ``collate_fn`` methods: which model the message names changed
+    with the hash seed and with any change to what the process allocates)."""
     site = getattr(obj, "site", None)
     if isinstance(site, Site):
-        return (site.module, site.line, site.col)
-    return (type(obj).__name__, 0, 0)
+        return (site.module, site.line, site.col, _tie(obj))
+    if isinstance(obj, BoundObj):
+        owner = _order(obj.self_obj)
+        return (owner[0], owner[1], owner[2], f"{owner[3]} {obj.func.qname}")
+    return (type(obj).__name__, 0, 0, _tie(obj))
+
+
+def _tie(obj: Obj) -> str:
+    site = getattr(obj, "site", None)
+    ctx = (
+        " ".join(f"{s.module}:{s.line}:{s.col}" for s in site.ctx) if isinstance(site, Site) else ""
+    )
+    if isinstance(obj, InstObj):
+        return f"{type(obj).__name__} {obj.cls.qname} {ctx}"
+    if isinstance(obj, FuncObj):
+        return f"{type(obj).__name__} {obj.qname} {obj.depth}"
+    if isinstance(obj, (ClassObj, ExtAttrObj)):
+        return f"{type(obj).__name__} {obj.qname}"
+    if isinstance(obj, ExternalObj):
+        return f"{type(obj).__name__} {obj.name}"
+    return f"{type(obj).__name__} {ctx}"
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")
