@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import gc
 import os
 from collections import OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchtrap.core.analysis import Analysis, analyse
@@ -53,7 +51,6 @@ _REFUSED: dict[object, tuple[Project | None]] = {}
 _REFUSED_SLOTS = 256
 _ENTRIES: dict[int, tuple[list[ModuleSummary], dict[str, tuple[str, bool]], frozenset[str]]] = {}
 _ENTRIES_SLOTS = 64
-_FREEZE = [False]  # `frozen_models` active
 MAX_IMPORTED = 40  # modules a one-expression question may cost
 # Source bytes a model may cover. Measured (2-core machine, loaded): about
 # 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
@@ -264,8 +261,6 @@ def _model(
             found = spare  # evicted, not yet released: the same inputs, the same model
         else:
             found = (owner, analyse(_load(entries, this, tree, texts)))
-            if _FREEZE[0]:
-                gc.freeze()
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
@@ -297,22 +292,6 @@ def _entries(reached: list[ModuleSummary]) -> tuple[dict[str, tuple[str, bool]],
         _ENTRIES.clear()
     _ENTRIES[id(reached)] = (reached, entries, frozenset(entries))
     return entries, _ENTRIES[id(reached)][2]
-
-
-@contextlib.contextmanager
-def frozen_models() -> Iterator[None]:
-    """While active (``check``), every model built is moved out of the
-    garbage collector's reach (``gc.freeze``): its millions of objects
-    otherwise sit in the young generations, and each young pass after the
-    build walks them all again (a fifth of pytorch/examples' check). A
-    process that keeps running (the editor) does not freeze: what it
-    freezes would never be collected."""
-    before = _FREEZE[0]
-    _FREEZE[0] = True
-    try:
-        yield
-    finally:
-        _FREEZE[0] = before
 
 
 def _builds_loaders(summary: ModuleSummary) -> bool:
