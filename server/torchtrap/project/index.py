@@ -371,45 +371,61 @@ class Project:
         return found
 
     def _beside(self, name: str, importer: str) -> ModuleSummary | None:
-        folder = os.path.dirname(os.path.abspath(importer))
         rel = name.replace(".", os.sep)
-        # A dotted name's files lie under its first part's folder: where no
-        # indexed file does, the three candidates need not be joined (most
-        # names are libraries', `torch.nn`, asked at every level up to /).
+        # A name's files are its first part's file or folder: where the
+        # folder holds no such entry, the three candidates need not be joined
+        # (most names are libraries', `torch.nn`, asked at every level up to /).
         first = name.partition(".")[0]
-        folders = self._folders() if first and "." in name else None
+        entries = self._entries() if first else None
         # A dotted name may also start at a folder above the script: run as
         # `python -m src.train` from the repository, `src/train.py` imports
         # `src.data.sets` although `src` is a source root. A single name is
         # left to the script's own folder (`utils` above it is a guess).
-        while True:
-            if folders is not None and os.path.join(folder, first) not in folders:
-                candidates: tuple[str, ...] = ()
-            else:
-                candidates = (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi")
-            for candidate in candidates:
+        folders = self._ancestors(importer)
+        for folder in folders if "." in name else folders[:1]:
+            if entries is not None and first not in entries.get(folder, ()):
+                continue
+            for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
                 found = self._by_path.get(os.path.join(folder, candidate))
                 if found is not None:
                     return found
-            parent = os.path.dirname(folder)
-            if "." not in name or parent == folder:
-                return None
-            folder = parent
+        return None
 
-    def _folders(self) -> set[str]:
-        """Every folder that holds an indexed file, at any depth."""
-        memo = self.__dict__.get("_folders_memo")
+    def _ancestors(self, importer: str) -> tuple[str, ...]:
+        """The importer's folder and every folder above it, nearest first
+        (made once per importer: each of its imports climbs them)."""
+        memo = self.__dict__.get("_ancestors_memo")
+        if memo is None:
+            memo = self.__dict__["_ancestors_memo"] = {}
+        found = memo.get(importer)
+        if found is None:
+            folder = os.path.dirname(os.path.abspath(importer))
+            chain = [folder]
+            while (parent := os.path.dirname(folder)) != folder:
+                chain.append(parent)
+                folder = parent
+            found = memo[importer] = tuple(chain)
+        return found
+
+    def _entries(self) -> dict[str, set[str]]:
+        """Each folder above an indexed file: the names in it that lead to
+        one (a file's stem, a folder's name)."""
+        memo = self.__dict__.get("_entries_memo")
         if memo is None or memo[0] is not self._by_path or memo[1] != len(self._by_path):
-            folders: set[str] = set()
+            entries: dict[str, set[str]] = {}
             for path in self._by_path:
-                folder = os.path.dirname(path)
-                while folder not in folders:
-                    folders.add(folder)
-                    parent = os.path.dirname(folder)
-                    if parent == folder:
+                folder, name = os.path.split(path)
+                name = os.path.splitext(name)[0]
+                while True:
+                    known = entries.setdefault(folder, set())
+                    if name in known:
+                        break
+                    known.add(name)
+                    parent, name = os.path.split(folder)
+                    if parent == folder or not name:
                         break
                     folder = parent
-            memo = self.__dict__["_folders_memo"] = (self._by_path, len(self._by_path), folders)
+            memo = self.__dict__["_entries_memo"] = (self._by_path, len(self._by_path), entries)
         return memo[2]
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
