@@ -31,9 +31,13 @@ def limit(files: int, edited_files: int) -> None:
     """Smaller limits for an editor, which lints on every keystroke: the
     model is built only for projects it can build within a keystroke's
     budget (measured: about 2 s per 100 files of real code)."""
-    global MAX_FILES, MAX_EDITED_FILES, MAX_IMPORTED
+    global MAX_FILES, MAX_EDITED_FILES, MAX_IMPORTED, _SPARE_SLOTS, MAX_TREES_BYTES
     MAX_FILES, MAX_EDITED_FILES = files, edited_files
     MAX_IMPORTED = min(MAX_IMPORTED, files)
+    # An editor's index changes with every edit: what a check keeps for the
+    # next file (evicted models, parsed files) would only hold old indexes.
+    _SPARE_SLOTS = 0
+    MAX_TREES_BYTES = 0
 
 
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
@@ -50,7 +54,6 @@ _SPARE_SLOTS = 4
 _REFUSED: dict[object, tuple[Project | None]] = {}
 _REFUSED_SLOTS = 256
 _ENTRIES: dict[int, tuple[list[ModuleSummary], dict[str, tuple[str, bool]], frozenset[str]]] = {}
-_ENTRIES_SLOTS = 64
 MAX_IMPORTED = 40  # modules a one-expression question may cost
 # Source bytes a model may cover. Measured (2-core machine, loaded): about
 # 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
@@ -67,9 +70,8 @@ MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 _BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
 _DISK: list[tuple[object, bool]] = [((), False)]  # the last file compared with its text
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
-# Projects whose tables are kept: `check` of several roots asks them in turn
-# (each lint of the second pass may ask another root's).
-_PROJECT_SLOTS = 4
+# Indexes whose tables are kept (an editor makes a new one per edit).
+_PROJECT_SLOTS = 1
 # What each module imports (and the packages above it), per index: every
 # file's closure walks its neighbours' imports again (a third of TT213's
 # time on timm, whose closures pass the cap).
@@ -251,8 +253,8 @@ def _model(
         if _source_bytes(entries, this, text) > most_bytes or (
             edited and len(entries) > MAX_EDITED_FILES
         ):
-            if len(_REFUSED) >= _REFUSED_SLOTS:
-                _REFUSED.clear()
+            if len(_REFUSED) >= _REFUSED_SLOTS or any(o[0] is not owner for o in _REFUSED.values()):
+                _REFUSED.clear()  # one index at a time: an editor's newest
             _REFUSED[(key, most_bytes)] = (owner,)
             return None
         _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
@@ -288,10 +290,14 @@ def _entries(reached: list[ModuleSummary]) -> tuple[dict[str, tuple[str, bool]],
     for summary in reached:
         where = os.path.abspath(summary.path)
         entries[where] = (summary.module or _stem(where), summary.is_package)
-    if len(_ENTRIES) >= _ENTRIES_SLOTS:
-        _ENTRIES.clear()
-    _ENTRIES[id(reached)] = (reached, entries, frozenset(entries))
-    return entries, _ENTRIES[id(reached)][2]
+    paths = frozenset(entries)
+    # Kept for the loaders' lists only (`_reached`'s, one per index kept);
+    # a one-expression model's list is made anew on every ask.
+    if any(known[1] is reached for known in _REACHED.values()):
+        if len(_ENTRIES) >= _PROJECT_SLOTS:
+            _ENTRIES.clear()
+        _ENTRIES[id(reached)] = (reached, entries, paths)
+    return entries, paths
 
 
 def _builds_loaders(summary: ModuleSummary) -> bool:
@@ -333,7 +339,7 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
         if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
             found = wider
     if len(_REACHED) >= _PROJECT_SLOTS:
-        _REACHED.clear()  # a few projects at a time: check has one per root, an editor's newest
+        _REACHED.clear()  # one project at a time: check has one, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found
 
@@ -367,7 +373,7 @@ def _imports(project: Project, summary: ModuleSummary) -> list[str]:
     memo = _IMPORTS.get(id(project))
     if memo is None or memo[0] is not project:
         if len(_IMPORTS) >= _PROJECT_SLOTS:
-            _IMPORTS.clear()  # a few projects at a time
+            _IMPORTS.clear()  # one project at a time
         memo = _IMPORTS[id(project)] = (project, {})
     known = memo[1].get(summary.path)
     if known is not None and known[0] is summary:
