@@ -10,7 +10,7 @@ from typing import Any
 
 from torchtrap.core.objects import ClassObj, ExternalObj, FuncObj, InstObj, Obj, Site
 from torchtrap.core.program import Module, Program, absolute, load
-from torchtrap.core.scopes import bound_names
+from torchtrap.core.scopes import count_statements, scope_of, statements
 from torchtrap.core.solver import CallSite, Solver
 from torchtrap.core.walker import Walker
 
@@ -60,7 +60,7 @@ def _analyse(program: Program) -> Analysis:
         max_nodes=NODES_PER_STATEMENT * statements + NODES_BASE,
     )
     for module in program.modules.values():
-        solver.module_names[module.obj.name] = bound_names(module.tree.body)[0]
+        solver.module_names[module.obj.name] = scope_of(module.tree)[0]
     solver.max_copies = 1_000 + 2 * statements // 10
 
     def copy(func: FuncObj, ctx: tuple[Site, ...]) -> FuncObj:
@@ -95,7 +95,7 @@ def _analyse(program: Program) -> Analysis:
 def _record_star_imports(solver: Solver, program: Program, module: Module) -> None:
     """Every module's ``from x import *`` before any module is walked: a
     name read through a star import is resolved once, whatever the order."""
-    for node in ast.walk(module.tree):
+    for node in statements(module.tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             base = absolute(module.obj, node.level, node.module)
             if base is None:
@@ -108,7 +108,7 @@ def _record_star_imports(solver: Solver, program: Program, module: Module) -> No
 
 
 def _count_statements(tree: ast.Module) -> int:
-    return sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt))
+    return count_statements(tree)
 
 
 def _any_instance(solver: Solver) -> None:

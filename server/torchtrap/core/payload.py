@@ -399,15 +399,35 @@ def describe(obj: Obj) -> str:
     return obj.describe()
 
 
-def _order(obj: Obj) -> tuple[str, int, int, str, str]:
-    """Source order; objects made at one place (``factory[arch](...)``
-    makes one instance per class) by what they are, then their call
-    contexts, so that a run does not depend on the hash seed."""
+def _order(obj: Obj) -> tuple[str, int, int, str]:
+    """Where ``obj`` is made, then what it is: a total order as far as the
+    model tells objects apart. Objects hash by identity, so a tie left to
+    a set's order named one model or another from run to run (SciCo's two
+    bound ``collate_fn`` methods: which model the message names changed
+    with the hash seed and with any change to what the process allocates)."""
     site = getattr(obj, "site", None)
-    what = obj.cls.qname if isinstance(obj, InstObj) else getattr(obj, "type_name", None) or ""
     if isinstance(site, Site):
-        return (site.module, site.line, site.col, str(what), str(site.ctx))
-    return (type(obj).__name__, 0, 0, str(what), "")
+        return (site.module, site.line, site.col, _tie(obj))
+    if isinstance(obj, BoundObj):
+        owner = _order(obj.self_obj)
+        return (owner[0], owner[1], owner[2], f"{owner[3]} {obj.func.qname}")
+    return (type(obj).__name__, 0, 0, _tie(obj))
+
+
+def _tie(obj: Obj) -> str:
+    site = getattr(obj, "site", None)
+    ctx = (
+        " ".join(f"{s.module}:{s.line}:{s.col}" for s in site.ctx) if isinstance(site, Site) else ""
+    )
+    if isinstance(obj, InstObj):
+        return f"{type(obj).__name__} {obj.cls.qname} {ctx}"
+    if isinstance(obj, FuncObj):
+        return f"{type(obj).__name__} {obj.qname} {obj.depth}"
+    if isinstance(obj, (ClassObj, ExtAttrObj)):
+        return f"{type(obj).__name__} {obj.qname}"
+    if isinstance(obj, ExternalObj):
+        return f"{type(obj).__name__} {obj.name}"
+    return f"{type(obj).__name__} {ctx}"
 
 
 MODULE_BASES = ("torch.nn.Module", "pytorch_lightning.", "lightning.", "lightning.pytorch.")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -32,14 +33,88 @@ def own_nodes(body: list[ast.stmt] | ast.expr) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
 
 
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def statements(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and the statements below it (with the except handlers and
+    match cases that hold them), in ``ast.walk``'s order: only these can
+    hold a statement, so the expressions (most of a tree) are not entered.
+    Pruning whole subtrees keeps a breadth-first order of the rest."""
+    queue = deque([node])
+    while queue:
+        node = queue.popleft()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], _BLOCKS):
+                queue.extend(value)
+        yield node
+
+
+def count_statements(node: ast.AST) -> int:
+    """How many statements ``node`` holds (itself included)."""
+    return sum(1 for n in statements(node) if isinstance(n, ast.stmt))
+
+
+def scope_of(node: ast.AST) -> tuple[set[str], set[str], set[str]]:
+    """``bound_names`` of the scope ``node`` opens (a module, class,
+    function or lambda), kept on the node: the syntax does not change, and
+    every model that holds the tree (a check builds several over the same
+    files) asked again. Callers read the sets, never change them."""
+    found = node.__dict__.get("_tt_bound")
+    if found is None:
+        found = node.__dict__["_tt_bound"] = _bound(_own(node))
+    return found
+
+
+def lambdas_of(node: ast.AST) -> dict[int, int]:
+    """``lambda_numbers`` of the scope ``node`` opens, kept on the node."""
+    found = node.__dict__.get("_tt_lambdas")
+    if found is None:
+        found = node.__dict__["_tt_lambdas"] = _numbers(_own(node))
+    return found
+
+
+def generator_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    """``is_generator``, from the node's own nodes listed once."""
+    found = node.__dict__.get("_tt_generator")
+    if found is None:
+        found = node.__dict__["_tt_generator"] = any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own(node)
+        )
+    return found
+
+
+def assigned_in_loop(node: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """``assigned_in([node])``, kept on the loop (every copy of the function
+    that holds it, in every model, asked again)."""
+    found = node.__dict__.get("_tt_assigned")
+    if found is None:
+        found = node.__dict__["_tt_assigned"] = assigned_in([node])
+    return found
+
+
+def _own(node: ast.AST) -> list[ast.AST]:
+    """``own_nodes`` of the scope ``node`` opens, listed once and kept: the
+    names it binds, its lambdas and whether it yields are read off them."""
+    found = node.__dict__.get("_tt_own")
+    if found is None:
+        found = node.__dict__["_tt_own"] = list(own_nodes(node.body))  # type: ignore[attr-defined]
+    return found
+
+
 def bound_names(body: list[ast.stmt] | ast.expr) -> tuple[set[str], set[str], set[str]]:
     """(locals, ``global`` names, ``nonlocal`` names) of a scope. Names
     bound only inside comprehensions are not locals of the scope."""
+    return _bound(own_nodes(body))
+
+
+def _bound(own: Iterable[ast.AST]) -> tuple[set[str], set[str], set[str]]:
     names: set[str] = set()
     declared_global: set[str] = set()
     declared_nonlocal: set[str] = set()
     comprehension_targets: set[int] = set()
-    for node in own_nodes(body):
+    for node in own:
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             for gen in node.generators:
                 comprehension_targets.update(id(n) for n in ast.walk(gen.target))
@@ -72,7 +147,11 @@ def is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> b
 
 def lambda_numbers(body: list[ast.stmt] | ast.expr) -> dict[int, int]:
     """``<lambdaN>`` numbers of the lambdas a scope owns, in source order."""
-    lambdas = [n for n in own_nodes(body) if isinstance(n, ast.Lambda)]
+    return _numbers(own_nodes(body))
+
+
+def _numbers(own: Iterable[ast.AST]) -> dict[int, int]:
+    lambdas = [n for n in own if isinstance(n, ast.Lambda)]
     lambdas.sort(key=lambda n: (n.lineno, n.col_offset))
     return {id(n): i for i, n in enumerate(lambdas, start=1)}
 

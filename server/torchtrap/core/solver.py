@@ -41,7 +41,7 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Program
-from torchtrap.core.scopes import bound_names, is_generator, lambda_numbers
+from torchtrap.core.scopes import count_statements, generator_of, lambdas_of, scope_of
 
 # nn.Module methods that return the module itself (`model = Net().to(device)`).
 MODULE_SELF_METHODS = frozenset(
@@ -198,9 +198,6 @@ class Solver:
         self.opaque: dict[int, int] = {}
         self.definitions: dict[FuncObj, tuple[object, dict[str, int]]] = {}
         self.ctx_nodes: dict[int, list[int]] = {}  # id(expression) -> its nodes in copies
-        self.scope_memo: dict[int, tuple[set[str], set[str], set[str]]] = {}
-        self.lambda_memo: dict[int, dict[int, int]] = {}
-        self.generator_memo: dict[int, bool] = {}
         self.sizes: dict[FuncObj, int] = {}
         self.copies: dict[tuple[FuncObj, Site], FuncObj] = {}
         self.made_in: dict[Obj, str] = {}  # a library call's result -> the function that calls
@@ -210,6 +207,7 @@ class Solver:
         self.budget = budget or 2_000_000
         self.max_nodes = max_nodes or 2_000_000
         self.partial_calls: set[tuple[Obj, int]] = set()
+        self.wrapper_calls: set[tuple[int, int]] = set()
         self.steps = 0
         self.complete = True
 
@@ -401,22 +399,13 @@ class Solver:
     def lambdas(self, node: ast.AST) -> dict[int, int]:
         """``<lambdaN>`` numbers of a function's own lambdas (every copy of
         the function asks again)."""
-        found = self.lambda_memo.get(id(node))
-        if found is None:
-            found = self.lambda_memo[id(node)] = lambda_numbers(node.body)  # type: ignore[attr-defined]
-        return found
+        return lambdas_of(node)
 
     def generator(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-        found = self.generator_memo.get(id(node))
-        if found is None:
-            found = self.generator_memo[id(node)] = is_generator(node)
-        return found
+        return generator_of(node)
 
     def scope_names(self, node: ast.AST) -> tuple[set[str], set[str], set[str]]:
-        found = self.scope_memo.get(id(node))
-        if found is None:
-            found = self.scope_memo[id(node)] = bound_names(node.body)  # type: ignore[attr-defined]
-        return found
+        return scope_of(node)
 
     def context(self, func: FuncObj, cs: CallSite) -> FuncObj:
         """The copy of a small function analysed for this call site alone,
@@ -439,7 +428,7 @@ class Solver:
     def _size(self, func: FuncObj) -> int:
         size = self.sizes.get(func)
         if size is None:
-            size = self.sizes[func] = sum(1 for n in ast.walk(func.node) if isinstance(n, ast.stmt))
+            size = self.sizes[func] = count_statements(func.node)
         return size
 
     # -- globals and star imports --------------------------------------------------------
@@ -1131,7 +1120,14 @@ class Solver:
             self.edge(self._sequence(obj, cs), cs.dst)
         if obj.type_name in WRAPPERS and obj.args:
             # `nn.DataParallel(net)(x)` is `net(x)`: its output, not a library value.
-            self.call(obj.args[0], cs)
+            # Once per (wrapped node, call): `model = nn.DataParallel(model)`
+            # wraps itself, and each call registered the call again on the
+            # node holding it (pytorch/examples: 2 million handlers, stopped
+            # at the step budget). The same call on the same node twice adds
+            # nothing.
+            if (obj.args[0], id(cs)) not in self.wrapper_calls:
+                self.wrapper_calls.add((obj.args[0], id(cs)))  # cs lives in the handler
+                self.call(obj.args[0], cs)
             return
         if obj.type_name in COMPOSES and obj.args and cs.args:
             # Each transform gets the input or another's output (read

@@ -28,7 +28,11 @@ from torchtrap.core.objects import (
     SuperObj,
 )
 from torchtrap.core.program import Module, absolute
-from torchtrap.core.scopes import assigned_in, bound_names, lambda_numbers
+from torchtrap.core.scopes import (
+    assigned_in_loop,
+    lambdas_of,
+    scope_of,
+)
 from torchtrap.core.solver import (
     ALL,
     HYDRA_MAIN,
@@ -83,10 +87,8 @@ class Walker:
 
     def run(self) -> None:
         tree = self.module.tree
-        names, _, _ = bound_names(tree.body)
-        scope = Scope(
-            "module", self.mod, self.mod.name, None, names, lambdas=lambda_numbers(tree.body)
-        )
+        names, _, _ = scope_of(tree)
+        scope = Scope("module", self.mod, self.mod.name, None, names, lambdas=lambdas_of(tree))
         self.block(tree.body, scope, {})
 
     def site(self, node: ast.AST) -> Site:
@@ -291,7 +293,7 @@ class Walker:
     ) -> None:
         solver = self.solver
         phis: dict[str, int] = {}
-        for name in assigned_in([node]):  # the target and the body
+        for name in assigned_in_loop(node):  # the target and the body
             phis[name] = solver.node(f"phi {name}")
             if name in env:
                 solver.edge(self.join(env[name]), phis[name])
@@ -508,7 +510,7 @@ class Walker:
         solver.set_bases(cls, [self.expr(base, scope, env) for base in node.bases])
         for keyword in node.keywords:
             self.expr(keyword.value, scope, env)
-        names, _, _ = bound_names(node.body)
+        names, _, _ = scope_of(node)
         cls.defines = names
         cls.instance_attrs = _instance_attrs(node)
         if any(_dataclass_decorator(dec) for dec in node.decorator_list):
@@ -519,7 +521,7 @@ class Walker:
                 and isinstance(stmt.target, ast.Name)
                 and "ClassVar" not in ast.unparse(stmt.annotation)
             ]
-        inner = Scope("class", cls, cls.qname, scope, names, lambdas=lambda_numbers(node.body))
+        inner = Scope("class", cls, cls.qname, scope, names, lambdas=lambdas_of(node))
         self.block(node.body, inner, {})
         value = self.decorate(list(node.decorator_list), solver.holding(cls), scope, env)
         self.store_name(node.name, value, scope, env)
@@ -887,6 +889,13 @@ def _dataclass_decorator(dec: ast.expr) -> bool:
 
 
 def _instance_attrs(node: ast.ClassDef) -> set[str]:
+    known = node.__dict__.get("_tt_instance_attrs")
+    if known is None:
+        known = node.__dict__["_tt_instance_attrs"] = _find_instance_attrs(node)
+    return known
+
+
+def _find_instance_attrs(node: ast.ClassDef) -> set[str]:
     found: set[str] = set()
     for method in node.body:
         if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args:

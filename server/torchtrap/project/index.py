@@ -372,21 +372,24 @@ class Project:
         return found
 
     def _beside(self, name: str, importer: str) -> ModuleSummary | None:
-        folder = os.path.dirname(os.path.abspath(importer))
         rel = name.replace(".", os.sep)
+        # A name's files are its first part's file or folder: where the
+        # folder holds no such entry, the three candidates need not be joined
+        # (most names are libraries', `torch.nn`, asked at every level up to /).
+        first = name.partition(".")[0]
+        entries = self._entries() if first else None
         # A dotted name may also start at a folder above the script: run as
         # `python -m src.train` from the repository, `src/train.py` imports
         # `src.data.sets` although `src` is a source root. A single name is
         # left to the script's own folder (`utils` above it is a guess).
-        while True:
+        folders = self._ancestors(importer)
+        for folder in folders if "." in name else folders[:1]:
+            if entries is not None and first not in entries.get(folder, ()):
+                continue
             for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
                 found = self._by_path.get(os.path.join(folder, candidate))
                 if found is not None:
                     return found
-            parent = os.path.dirname(folder)
-            if "." not in name or parent == folder:
-                break
-            folder = parent
         # A folder a script puts on sys.path by a literal path (`_init_paths`)
         for adder, extra in self.sys_paths:
             if not applies_to(adder.path, importer):
@@ -405,6 +408,43 @@ class Project:
         return tuple(
             (summary, folder) for summary in self._by_path.values() for folder in summary.sys_paths
         )
+
+    def _ancestors(self, importer: str) -> tuple[str, ...]:
+        """The importer's folder and every folder above it, nearest first
+        (made once per importer: each of its imports climbs them)."""
+        memo = self.__dict__.get("_ancestors_memo")
+        if memo is None:
+            memo = self.__dict__["_ancestors_memo"] = {}
+        found = memo.get(importer)
+        if found is None:
+            folder = os.path.dirname(os.path.abspath(importer))
+            chain = [folder]
+            while (parent := os.path.dirname(folder)) != folder:
+                chain.append(parent)
+                folder = parent
+            found = memo[importer] = tuple(chain)
+        return found
+
+    def _entries(self) -> dict[str, set[str]]:
+        """Each folder above an indexed file: the names in it that lead to
+        one (a file's stem, a folder's name)."""
+        memo = self.__dict__.get("_entries_memo")
+        if memo is None or memo[0] is not self._by_path or memo[1] != len(self._by_path):
+            entries: dict[str, set[str]] = {}
+            for path in self._by_path:
+                folder, name = os.path.split(path)
+                name = os.path.splitext(name)[0]
+                while True:
+                    known = entries.setdefault(folder, set())
+                    if name in known:
+                        break
+                    known.add(name)
+                    parent, name = os.path.split(folder)
+                    if parent == folder or not name:
+                        break
+                    folder = parent
+            memo = self.__dict__["_entries_memo"] = (self._by_path, len(self._by_path), entries)
+        return memo[2]
 
     def imported_modules(self, summary: ModuleSummary) -> frozenset[str]:
         """The project modules ``summary`` imports at its top level (module

@@ -31,24 +31,47 @@ def limit(files: int, edited_files: int) -> None:
     """Smaller limits for an editor, which lints on every keystroke: the
     model is built only for projects it can build within a keystroke's
     budget (measured: about 2 s per 100 files of real code)."""
-    global MAX_FILES, MAX_EDITED_FILES, MAX_IMPORTED
+    global MAX_FILES, MAX_EDITED_FILES, MAX_IMPORTED, _SPARE_SLOTS, MAX_TREES_BYTES
     MAX_FILES, MAX_EDITED_FILES = files, edited_files
     MAX_IMPORTED = min(MAX_IMPORTED, files)
+    # An editor's index changes with every edit: what a check keeps for the
+    # next file (evicted models, parsed files) would only hold old indexes.
+    _SPARE_SLOTS = 0
+    MAX_TREES_BYTES = 0
 
 
 _MEMO: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
 _MEMO_SLOTS = 4
+# Models evicted from ``_MEMO`` but not yet released: asked again with the
+# same key (pytorch/examples' loaders' model, evicted by four one-file
+# models between two loader files), the model is taken back instead of
+# built again (4 s there). ``_MEMO`` itself keeps its four slots: which
+# models it holds is what ``module_model`` may reuse.
+_SPARE: OrderedDict[object, tuple[Project | None, Analysis]] = OrderedDict()
+_SPARE_SLOTS = 4
+# Keys of models refused for their size (the owner kept, so that its id is
+# not reused while the entry lives).
+_REFUSED: dict[object, tuple[Project | None]] = {}
+_REFUSED_SLOTS = 256
+_ENTRIES: dict[int, tuple[list[ModuleSummary], dict[str, tuple[str, bool]], frozenset[str]]] = {}
 MAX_IMPORTED = 40  # modules a one-expression question may cost
 # Source bytes a model may cover. Measured (2-core machine, loaded): about
 # 10 s per MB of source, and 2-9 GB of memory past 3 MB (timm, MONAI);
 # a check must stay within a few seconds of its cold time.
 MAX_SOURCE_BYTES = 600_000
+# Parsed files the models read, by path: ((mtime, size), tree), oldest
+# first, up to this many bytes of source (a tree takes ~50x its source).
+_TREES: OrderedDict[str, tuple[tuple[int, int], ast.Module]] = OrderedDict()
+_TREES_BYTES = [0]
+MAX_TREES_BYTES = 2 * MAX_SOURCE_BYTES
 MAX_IMPORTED_BYTES = 150_000
 MAX_BUILDS = 40  # one-expression models per project index (each file its own)
 # (the project index the count is for, models built for it)
 _BUILDS: list[tuple[Project | None, int]] = [(None, 0)]
 _DISK: list[tuple[object, bool]] = [((), False)]  # the last file compared with its text
 _REACHED: dict[int, tuple[Project, list[ModuleSummary]]] = {}
+# Indexes whose tables are kept (an editor makes a new one per edit).
+_PROJECT_SLOTS = 1
 # What each module imports (and the packages above it), per index: every
 # file's closure walks its neighbours' imports again (a third of TT213's
 # time on timm, whose closures pass the cap).
@@ -146,7 +169,7 @@ def reached_model(project: Project | None, path: str, text: str, tree: ast.Modul
     if project.summary(this) is None:
         return None
     reached = _reached(project, this)
-    if not any(os.path.abspath(s.path) == this for s in reached):
+    if this not in _entries(reached)[0]:
         return None
     return _model(project, this, text, tree, reached, MAX_FILES, MAX_SOURCE_BYTES)
 
@@ -195,12 +218,11 @@ def _model(
     most: int,
     most_bytes: int,
 ) -> Model | None:
-    entries: dict[str, tuple[str, bool]] = {}
-    for summary in reached:
-        where = os.path.abspath(summary.path)
-        entries[where] = (summary.module or _stem(where), summary.is_package)
+    entries, paths = _entries(reached)
     if this not in entries:
+        entries = dict(entries)
         entries[this] = (_stem(this), False)
+        paths = frozenset(entries)
     if len(entries) > most:
         return None
     edited = not _same_as_disk(this, text)
@@ -216,31 +238,66 @@ def _model(
     texts.pop(this, None)
     key = (
         id(owner),
-        this if alone else frozenset(entries),
+        this if alone else paths,
         hash(text) if edited or alone else None,
         tuple(sorted((p, hash(t)) for p, t in texts.items())),
     )
     found = _MEMO.get(key)
     if found is None or found[0] is not owner:
+        refused = _REFUSED.get((key, most_bytes))
+        if refused is not None and refused[0] is owner:
+            return None  # past a cap when last asked: sizing it again stats every file
         # Sized only when built: every file of a project asks the same
         # model, and a stat of each of its files per lint added up (466
         # files of Diffusion-LM asked it: 0.05 s each)
-        if _source_bytes(entries, this, text) > most_bytes:
-            return None
-        if edited and len(entries) > MAX_EDITED_FILES:
+        if _source_bytes(entries, this, text) > most_bytes or (
+            edited and len(entries) > MAX_EDITED_FILES
+        ):
+            if len(_REFUSED) >= _REFUSED_SLOTS or any(o[0] is not owner for o in _REFUSED.values()):
+                _REFUSED.clear()  # one index at a time: an editor's newest
+            _REFUSED[(key, most_bytes)] = (owner,)
             return None
         _BUILDS[0] = (_BUILDS[0][0], _BUILDS[0][1] + 1)
-        found = (owner, analyse(_load(entries, this, tree, texts)))
+        spare = _SPARE.pop(key, None)
+        if spare is not None and spare[0] is owner:
+            found = spare  # evicted, not yet released: the same inputs, the same model
+        else:
+            found = (owner, analyse(_load(entries, this, tree, texts)))
         _MEMO[key] = found
         analysis = found[1]
         while len(_MEMO) > _MEMO_SLOTS:
-            _MEMO.popitem(last=False)[1][1].solver.release()
+            evicted_key, evicted = _MEMO.popitem(last=False)
+            _SPARE[evicted_key] = evicted
+            while len(_SPARE) > _SPARE_SLOTS:
+                _SPARE.popitem(last=False)[1][1].solver.release()
     else:
         _MEMO.move_to_end(key)
         analysis = found[1]
     if not analysis.solver.complete:
         return None  # stopped at its budget: what it holds is partial, no evidence
     return Model(analysis, entries[this][0])
+
+
+def _entries(reached: list[ModuleSummary]) -> tuple[dict[str, tuple[str, bool]], frozenset[str]]:
+    """The model's files (absolute path: module name, is a package) for
+    ``reached``, made once per list: every file of a project asks the
+    loaders' model with the same list (Lightning: a tenth of its check
+    went to these paths and the key made of them)."""
+    memo = _ENTRIES.get(id(reached))
+    if memo is not None and memo[0] is reached:
+        return memo[1], memo[2]
+    entries: dict[str, tuple[str, bool]] = {}
+    for summary in reached:
+        where = os.path.abspath(summary.path)
+        entries[where] = (summary.module or _stem(where), summary.is_package)
+    paths = frozenset(entries)
+    # Kept for the loaders' lists only (`_reached`'s, one per index kept);
+    # a one-expression model's list is made anew on every ask.
+    if any(known[1] is reached for known in _REACHED.values()):
+        if len(_ENTRIES) >= _PROJECT_SLOTS:
+            _ENTRIES.clear()
+        _ENTRIES[id(reached)] = (reached, entries, paths)
+    return entries, paths
 
 
 def _builds_loaders(summary: ModuleSummary) -> bool:
@@ -271,7 +328,7 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
     # they pass is what the workers get. Taken when the model stays within
     # its bounds, else the loaders' own closure as before.
     keys = {module_key(s) for s in builders}
-    callers = [s for s in project if keys.intersection(_imports(project, s))]
+    callers = [s for s in project if keys.intersection(_imports(project, s))] if keys else []
     if callers:
         # the callers and what they import directly (the helper that makes
         # what they pass), not their whole closure (their models, trainers)
@@ -286,7 +343,8 @@ def _reached(project: Project | None, this: str) -> list[ModuleSummary]:
         sizes = {os.path.abspath(s.path): ("", False) for s in wider}
         if len(wider) <= MAX_FILES and _source_bytes(sizes, "", "") <= MAX_SOURCE_BYTES:
             found = wider
-    _REACHED.clear()  # one project at a time: check has one, an editor's newest
+    if len(_REACHED) >= _PROJECT_SLOTS:
+        _REACHED.clear()  # one project at a time: check has one, an editor's newest
     _REACHED[id(project)] = (project, found)
     return found
 
@@ -319,7 +377,8 @@ def _imports(project: Project, summary: ModuleSummary) -> list[str]:
     """The project modules ``summary`` imports, and the packages above it."""
     memo = _IMPORTS.get(id(project))
     if memo is None or memo[0] is not project:
-        _IMPORTS.clear()  # one project at a time
+        if len(_IMPORTS) >= _PROJECT_SLOTS:
+            _IMPORTS.clear()  # one project at a time
         memo = _IMPORTS[id(project)] = (project, {})
     known = memo[1].get(summary.path)
     if known is not None and known[0] is summary:
@@ -366,6 +425,30 @@ def _same_as_disk(path: str, text: str) -> bool:
     return _DISK[0][1]
 
 
+def _parsed(path: str) -> ast.Module | None:
+    """The file's tree as on disk, None past ``MAX_FILE_BYTES``; kept while
+    the file is unchanged, for the next model over it (a check of
+    detectron2 builds eight, over the same few dozen files, each parsing
+    them again). The trees are read-only to the model, and what it learns
+    of their syntax is kept on them (``core.scopes.scope_of``)."""
+    stat = os.stat(path)
+    if stat.st_size > MAX_FILE_BYTES:
+        return None
+    key = (stat.st_mtime_ns, stat.st_size)
+    found = _TREES.get(path)
+    if found is not None and found[0] == key:
+        _TREES.move_to_end(path)
+        return found[1]
+    with open(path, "rb") as handle:
+        tree = ast.parse(handle.read(), filename=path)
+    _TREES[path] = (key, tree)
+    _TREES_BYTES[0] += stat.st_size - (found[0][1] if found is not None else 0)
+    while _TREES_BYTES[0] > MAX_TREES_BYTES and len(_TREES) > 1:
+        _, ((_, size), _) = _TREES.popitem(last=False)
+        _TREES_BYTES[0] -= size
+    return tree
+
+
 def _load(
     entries: dict[str, tuple[str, bool]], this: str, tree: ast.Module, texts: dict[str, str]
 ) -> Program:
@@ -378,10 +461,9 @@ def _load(
             if path in texts:  # an open document: its text, not the disk's
                 program.add(name, path, package, ast.parse(texts[path], filename=path))
                 continue
-            if os.path.getsize(path) > MAX_FILE_BYTES:
-                continue
-            with open(path, "rb") as handle:
-                program.add(name, path, package, ast.parse(handle.read(), filename=path))
+            parsed = _parsed(path)
+            if parsed is not None:
+                program.add(name, path, package, parsed)
         except (OSError, SyntaxError, ValueError, RecursionError) as error:
             program.skipped.append((path, f"{type(error).__name__}: {error}"))
     return program

@@ -62,6 +62,20 @@ class PayloadCulprit:
         return text
 
 
+def calls_by_start(tree: ast.Module) -> dict[tuple[int, int], ast.Call]:
+    """The file's calls by (line, column) of their start (of calls that
+    start together, the last in ``ast.walk``'s order); made once per tree
+    and kept on it (each worker rule walked the tree for it again)."""
+    found = tree.__dict__.get("_tt_calls_at")
+    if found is None:
+        found = tree.__dict__["_tt_calls_at"] = {
+            (node.lineno, node.col_offset): node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+        }
+    return found
+
+
 def payload_culprits(
     project: Project | None, path: str, text: str, tree: ast.Module, kind: str
 ) -> list[PayloadCulprit]:
@@ -70,11 +84,7 @@ def payload_culprits(
     model = program_model(project, path, text, tree)
     if model is None:
         return []
-    calls = {
-        (node.lineno, node.col_offset): node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-    }
+    calls = calls_by_start(tree)
     found = []
     here = os.path.abspath(path)
     if kind == "model":
@@ -297,7 +307,7 @@ def payload_draws(
     model = program_model(project, path, text, tree)
     if model is None:
         return []
-    calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    calls = calls_by_start(tree)
     here = os.path.abspath(path)
     found = []
     for draw in global_numpy_draws(model.analysis, model.module):
