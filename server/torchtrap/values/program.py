@@ -189,6 +189,19 @@ def module_model(project: Project | None, path: str, text: str, tree: ast.Module
         )
         if module is not None and _same_as_disk(this, text):
             return Model(analysis, module.obj.name)
+    if project is None:
+        return _one_expression_model(project, this, text, tree)
+    # Past the one-expression bounds, the loaders' model where it holds the
+    # file: the same model the worker rules build, so that a finding does not
+    # depend on whether they were selected (`--select TT220` alone).
+    return _one_expression_model(project, this, text, tree) or reached_model(
+        project, path, text, tree
+    )
+
+
+def _one_expression_model(
+    project: Project | None, this: str, text: str, tree: ast.Module
+) -> Model | None:
     if _BUILDS[0][0] is not project:
         _BUILDS[0] = (project, 0)  # a new check, or the editor's index changed
     if _BUILDS[0][1] >= MAX_BUILDS:
