@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from torchtrap.facts.autograd import grad_off_context
+from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.dataloaders import DATALOADER
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
 from torchtrap.facts.modules import MODULE_WRAPPERS
@@ -39,7 +41,11 @@ from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
 from torchtrap.values.program import Model, module_model
-from torchtrap.values.program_values import program_callee, program_train_mode_layers
+from torchtrap.values.program_values import (
+    program_allocations,
+    program_callee,
+    program_train_mode_layers,
+)
 
 if TYPE_CHECKING:
     from torchtrap.values.layer import ValueLayer
@@ -119,6 +125,10 @@ _GRAPH_KEEPING = frozenset(
 )
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _MAX_DEPTH = 3
+# Method names the walker reads as a library object's action (mode, step).
+_LIBRARY_VERBS = frozenset(
+    {"backward", "manual_backward", "step", "zero_grad", "unscale_", "eval", "train", "set_epoch"}
+)
 _MAX_EVENTS = 4000  # a pathological file stops being followed, it does not hang
 
 
@@ -269,6 +279,36 @@ class LoopFacts:
         if found is None and _worth_asking(call, self.imports.qualname(call.func)):
             found = self._program_callee(call, own=True)
         return found
+
+    def plain_method(self, call: ast.Call) -> Function | None:
+        """``self.train()`` in a class that is no module, optimizer or other
+        library object (``class Trainer:`` with its own ``train`` method): the
+        method, a helper like any other, not a mode switch or a step."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in _LIBRARY_VERBS
+        ):
+            return None
+        cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+        info = self.facts.classes.get(cls.name) if cls is not None else None
+        if info is None or info.node is not cls or not self._plain_class(info, 0):
+            return None
+        return self._local_callee(call)
+
+    def _plain_class(self, info: ClassInfo, depth: int) -> bool:
+        """Only ``object`` or plain classes of this file as bases."""
+        for base in info.bases:
+            if isinstance(base, ast.Name) and base.id == "object":
+                continue
+            local = self.facts.classes.get(base.id) if isinstance(base, ast.Name) else None
+            if local is None or local is info or depth > _MAX_DEPTH:
+                return False
+            if not self._plain_class(local, depth + 1):
+                return False
+        return not info.node.keywords
 
     def project_method(self, call: ast.Call) -> Function | None:
         """The project function a method call runs, whatever its name
@@ -440,6 +480,112 @@ class LoopFacts:
                 return None
             out.extend(inner)
         return out
+
+    def constructions(self, ref: Ref) -> list[tuple[ast.expr, ast.AST]] | None:
+        """:meth:`values`, and where that is unknown or a call of a project
+        function, the constructions of this file the whole-program model
+        says ``ref`` holds: a loader made in a helper and returned (alone,
+        in a tuple or a dict), or handed to a constructor and kept on
+        ``self``. Each is then (the construction call, itself)."""
+        values = self.values(ref)
+        if values is not None and not any(
+            isinstance(v, ast.Name) or self._project_call(v) for v, _ in values
+        ):
+            return values
+        if id(_root(ref.expr)) in self._foreign or self.program() is None:
+            return values
+        assert self._model
+        sites = program_allocations(self._model, ref.expr)
+        if not sites:
+            return values
+        calls = {(c.lineno, c.col_offset): c for c in self.facts.index.of(ast.Call)}
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for site in sites:
+            call = calls.get(site)
+            if call is None:
+                return values
+            out.append((call, call))
+        return out
+
+    def _project_call(self, value: ast.expr) -> bool:
+        """A call of a function of the project (its result is what the
+        function returns, not the call itself)."""
+        if not isinstance(value, ast.Call):
+            return False
+        name = self.imports.qualname(value.func)
+        if name is not None:
+            return False
+        return not (
+            isinstance(value.func, ast.Name) and self.facts.classes.get(value.func.id) is not None
+        )
+
+    def splat_keyword(self, call: ast.Call, name: str) -> tuple[ast.expr, ast.AST] | None:
+        """The value a ``**params`` of ``call`` gives keyword ``name``, and
+        where it is evaluated: ``params["sampler"] = DistributedSampler(ds)``
+        (the last such store before the call in its function, else the key
+        of the dict literal ``params`` was bound to); None when no
+        ``**`` dict of the function evidently holds it."""
+        function = enclosing_function(call)
+        found: tuple[ast.expr, ast.AST] | None = None
+        for kw in call.keywords:
+            if kw.arg is not None or not isinstance(kw.value, ast.Name) or function is None:
+                continue
+            spelled = kw.value.id
+            stores = [
+                n
+                for n in _statements(function)
+                if isinstance(n, ast.Assign)
+                and n.lineno < call.lineno
+                and any(
+                    isinstance(t, ast.Subscript)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == spelled
+                    and isinstance(t.slice, ast.Constant)
+                    and t.slice.value == name
+                    for t in n.targets
+                )
+            ]
+            if stores:
+                last = max(stores, key=lambda n: (n.lineno, n.col_offset))
+                found = (last.value, last)
+                continue
+            literals = self.tensors.values_of(kw.value, call) or []
+            for literal, at in literals:
+                if not isinstance(literal, ast.Dict):
+                    continue
+                for key, value in zip(literal.keys, literal.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == name:
+                        found = (value, at)
+        return found
+
+    def loader_call(self, value: ast.expr) -> ast.Call | None:
+        """The ``DataLoader(...)`` call that builds the loader ``value``
+        constructs: the call itself, or for a ``DataLoader`` subclass of
+        this file, the ``super().__init__(...)`` call of its ``__init__``
+        (whose arguments are then the loader's)."""
+        if not isinstance(value, ast.Call):
+            return None
+        if self.imports.qualname(value.func) == DATALOADER:
+            return value
+        if not isinstance(value.func, ast.Name):
+            return None
+        info = self.facts.classes.get(value.func.id)
+        if info is None or not self.facts.classes.derives_from(info, frozenset({DATALOADER})):
+            return None
+        init = info.method("__init__")
+        if init is None:
+            return None
+        supers = [
+            n
+            for n in _statements(init)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "__init__"
+            and isinstance(n.func.value, ast.Call)
+            and isinstance(n.func.value.func, ast.Name)
+            and n.func.value.func.id == "super"
+        ]
+        return supers[0] if len(supers) == 1 else None
 
     def _item_values(
         self, expr: ast.Subscript, at: ast.AST, depth: int
@@ -694,6 +840,10 @@ class LoopFacts:
                     and self.imports.qualname(branch.func) in DISTRIBUTED_SAMPLERS
                 ):
                     found.append(Sampler(branch))
+                elif isinstance(branch, ast.Call) and self._sampler_alias(branch) is not None:
+                    aliased = self._sampler_alias(branch)
+                    assert aliased is not None
+                    found.append(Sampler(branch, alternatives=aliased))
                 elif isinstance(branch, ast.Call) and self._local_callee(branch) is not None:
                     made = self._sampler_factory(branch)
                     if made is None:
@@ -706,6 +856,30 @@ class LoopFacts:
         if len(found) != 1:
             return None
         return replace(found[0], alternatives=found[0].alternatives or alternatives)
+
+    def _sampler_alias(self, call: ast.Call) -> bool | None:
+        """``S(ds)`` where the name ``S`` holds the ``DistributedSampler``
+        class on some path (``S = RandomSampler if single else
+        DistributedSampler``): False when it holds only that class, True when
+        another torch sampler class on other paths; None when ``S`` may hold
+        anything else (the call is then not known to build one)."""
+        func = call.func
+        if not isinstance(func, ast.Name) or self.imports.qualname(func) is not None:
+            return None
+        values = self.values(Ref(func, call, func.id))
+        if not values:
+            return None
+        distributed = other = False
+        for value, _ in values:
+            for branch in _branches(value):
+                name = self.imports.qualname(branch) if isinstance(branch, ast.expr) else None
+                if name in DISTRIBUTED_SAMPLERS:
+                    distributed = True
+                elif name in OTHER_SAMPLERS:
+                    other = True
+                else:
+                    return None
+        return other if distributed else None
 
     def _sampler_factory(self, call: ast.Call) -> Sampler | None:
         """The one ``DistributedSampler(...)`` a helper of this file returns,
@@ -914,7 +1088,7 @@ class _Walker:
     def call(self, call: ast.Call, frame: _Frame) -> None:
         func = call.func
         args = tuple(self.ref(a, frame) for a in call.args if not isinstance(a, ast.Starred))
-        if isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute) and not self.facts.plain_method(call):
             receiver = self.ref(func.value, frame)
             attr = func.attr
             if attr in ("backward", "manual_backward"):

@@ -421,3 +421,23 @@ def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
             if "dropout" in spelled.lower() or "batch_norm" in spelled.lower():
                 return True
     return False
+
+
+def program_allocations(model: Model, node: ast.expr) -> list[tuple[int, int]] | None:
+    """Where every object ``node`` (a node of the linted file) may hold is
+    made, as (line, column) of its construction in the linted file: a
+    library call (``DataLoader(...)``) or a project class's instance, made
+    in a helper that returned it, alone or in a tuple or dict, or passed to
+    a constructor and kept on ``self``. None when some object is anything
+    else or is made in another file (its node is not this file's)."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return None
+    found: set[tuple[int, int]] = set()
+    for obj in values:
+        site = obj.site if isinstance(obj, (ExtCallObj, InstObj)) else None
+        if site is None or site.module != model.module:
+            return None
+        found.add((site.line, site.col))
+    return sorted(found)

@@ -1,0 +1,201 @@
+"""Capabilities the held-out set of 2026-12-07 showed missing (branch
+``heldfix``), each as a small project shaped like the real code that missed,
+with a near-miss twin: the value arrives through a helper, another class,
+a callee, or how the model or loss is written."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchtrap import cli
+
+
+def _lines(
+    tmp_path: Path, files: dict[str, str], code: str, capsys: pytest.CaptureFixture[str]
+) -> list[tuple[str, int]]:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for rel, source in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+    capsys.readouterr()
+    cli.main(["check", str(tmp_path), "--no-cache", "--format", "json", "--select", code])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    return sorted((Path(f["path"]).name, f["range"]["start"]["line"]) for f in found)
+
+
+# -- TT108: the loader and its sampler ---------------------------------------------
+
+ALIAS = """\
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+
+def train(args, loader, model):
+    for epoch in range(args.epochs):
+        it = iter(loader)
+        for step in range(100):
+            try:
+                x = next(it)
+            except StopIteration:
+                it = iter(loader)
+                x = next(it)
+            model(x).sum().backward()
+
+
+def main(args, ds, other, model):
+    sampler = RandomSampler if args.local_rank == -1 else DistributedSampler
+    loader = DataLoader(ds, sampler=sampler(ds), batch_size=4)  # 18
+    plain = RandomSampler if args.local_rank == -1 else MySampler
+    train(args, loader, model)
+    train(args, DataLoader(other, sampler=plain(other)), model)  # 21: not a torch sampler
+"""
+
+
+def test_sampler_class_through_an_alias(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"train.py": ALIAS}, "TT108", capsys) == [("train.py", 18)]
+
+
+RETURNED = """\
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def get_dataloaders(train_ds, val_ds):
+    train_sampler = DistributedSampler(train_ds, shuffle=True)  # 5
+    train_loader = DataLoader(train_ds, batch_size=4, sampler=train_sampler)
+    val_sampler = DistributedSampler(val_ds, shuffle=False)  # 7: no shuffle
+    val_loader = DataLoader(val_ds, batch_size=4, sampler=val_sampler)
+    return train_loader, val_loader
+
+
+def get_one(ds):
+    return DataLoader(ds, sampler=DistributedSampler(ds))  # 13
+
+
+def get_dict(ds):
+    return {"train": DataLoader(ds, sampler=DistributedSampler(ds))}  # 17
+
+
+def train(train_ds, val_ds, model, epochs):
+    train_loader, val_loader = get_dataloaders(train_ds, val_ds)
+    one = get_one(train_ds)
+    loaders = get_dict(train_ds)
+    for epoch in range(epochs):
+        for x in train_loader:
+            model(x).sum().backward()
+        for x in one:
+            model(x).sum().backward()
+        for x in loaders["train"]:
+            model(x).sum().backward()
+        for x in val_loader:
+            model(x).sum().backward()
+"""
+
+SEEDED = """\
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def get_seeded(ds):
+    return DataLoader(ds, sampler=DistributedSampler(ds))  # the loop sets the epoch
+
+
+def train_seeded(ds, model, epochs):
+    seeded = get_seeded(ds)
+    for epoch in range(epochs):
+        seeded.sampler.set_epoch(epoch)
+        for x in seeded:
+            model(x).sum().backward()
+"""
+
+
+def test_loader_returned_by_a_helper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = _lines(tmp_path, {"train.py": RETURNED, "seeded.py": SEEDED}, "TT108", capsys)
+    assert found == [("train.py", 5), ("train.py", 13), ("train.py", 17)]
+
+
+SUBCLASS = """\
+import torch.distributed as dist
+from torch.utils import data
+
+
+class Trainer(object):
+    def __init__(self, model, optimizer, train_loader, test_loader):
+        self.model = model
+        self.optimizer = optimizer
+        self.train_loader = train_loader
+        self.test_loader = test_loader
+
+    def fit(self, epochs):
+        for epoch in range(1, epochs + 1):
+            self.train()
+
+    def train(self):
+        for x, y in self.train_loader:
+            loss = self.model(x).sum()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+class MyLoader(data.DataLoader):
+    def __init__(self, dataset, batch_size, train=True):
+        sampler = None
+        if train and dist.is_initialized():
+            sampler = data.DistributedSampler(dataset)  # 28
+        super(MyLoader, self).__init__(
+            dataset, batch_size=batch_size, shuffle=(sampler is None), sampler=sampler
+        )
+
+
+class FixedLoader(data.DataLoader):
+    def __init__(self, dataset):
+        sampler = data.DistributedSampler(dataset, shuffle=False)  # 36: no shuffle
+        super().__init__(dataset, sampler=sampler)
+
+
+def run(model, optimizer, dataset, epochs):
+    trainer = Trainer(model, optimizer, MyLoader(dataset, 32), FixedLoader(dataset))
+    trainer.fit(epochs)
+"""
+
+
+def test_loader_subclass_kept_by_another_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"main.py": SUBCLASS}, "TT108", capsys) == [("main.py", 28)]
+
+
+KWARGS = """\
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def get_loaders(ds, distributed):
+    params = {"batch_size": 4, "num_workers": 2}
+    if distributed:
+        params["sampler"] = DistributedSampler(ds)  # 7
+    return {"train": DataLoader(ds, **params)}
+
+
+def get_valid(ds):
+    params = {"batch_size": 4, "sampler": DistributedSampler(ds, shuffle=False)}  # 12
+    return DataLoader(ds, **params)
+
+
+def run(ds, model, epochs, distributed):
+    loaders = get_loaders(ds, distributed)
+    valid = get_valid(ds)
+    for epoch in range(epochs):
+        for x in loaders["train"]:
+            model(x).sum().backward()
+        for x in valid:
+            model(x).sum().backward()
+"""
+
+
+def test_sampler_in_a_kwargs_dict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _lines(tmp_path, {"exp.py": KWARGS}, "TT108", capsys) == [("exp.py", 7)]
