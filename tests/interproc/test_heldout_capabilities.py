@@ -55,9 +55,7 @@ def main(args, ds, other, model):
 """
 
 
-def test_sampler_class_through_an_alias(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_sampler_class_through_an_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _lines(tmp_path, {"train.py": ALIAS}, "TT108", capsys) == [("train.py", 18)]
 
 
@@ -199,3 +197,106 @@ def run(ds, model, epochs, distributed):
 
 def test_sampler_in_a_kwargs_dict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _lines(tmp_path, {"exp.py": KWARGS}, "TT108", capsys) == [("exp.py", 7)]
+
+
+# -- model structure ---------------------------------------------------------------
+
+BLOCKS = """\
+from collections import OrderedDict
+
+import torch.nn as nn
+
+
+def conv2d(c_in, c_out):
+    return nn.Sequential(
+        OrderedDict([("conv", nn.Conv2d(c_in, c_out, 3)), ("bn", nn.BatchNorm2d(c_out))])
+    )
+
+
+class conv_block(nn.Module):
+    def __init__(self, ch_in, ch_out):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(ch_in, ch_out, 3), nn.BatchNorm2d(ch_out))
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class plain_block(nn.Module):
+    def __init__(self, ch_in, ch_out):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(ch_in, ch_out, 3), nn.ReLU())
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class UNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = conv_block(1, 8)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class YoloBody(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.last = conv2d(3, 8)
+
+    def forward(self, x):
+        return self.last(x)
+
+
+class PlainNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = plain_block(1, 8)
+
+    def forward(self, x):
+        return self.block(x)
+"""
+
+SOLVER = """\
+import torch
+from models import PlainNet, UNet, YoloBody
+
+
+class Solver(object):
+    def __init__(self, loader, kind):
+        self.net = None
+        self.loader = loader
+        self.kind = kind
+        self.build_model()
+
+    def build_model(self):
+        if self.kind == "unet":
+            self.net = UNet()
+        else:
+            self.net = YoloBody()
+
+    def test(self):
+        with torch.no_grad():
+            for images in self.loader:
+                out = self.net(images)  # 21
+
+
+class PlainSolver(object):
+    def __init__(self, loader):
+        self.net = None
+        self.loader = loader
+        self.net = PlainNet()
+
+    def test(self):
+        with torch.no_grad():
+            for images in self.loader:
+                out = self.net(images)  # no train-mode layer at any depth
+"""
+
+
+def test_batchnorm_one_class_or_one_helper_deeper(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"models.py": BLOCKS, "solver.py": SOLVER}
+    assert _lines(tmp_path, files, "TT207", capsys) == [("solver.py", 21)]

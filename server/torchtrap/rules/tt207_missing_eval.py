@@ -21,8 +21,12 @@ from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.project.index import location
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.models import ModelOrigin
 from torchtrap.values.program import module_model
-from torchtrap.values.program_values import program_train_mode_classes
+from torchtrap.values.program_values import (
+    program_train_mode_classes,
+    program_train_mode_places,
+)
 from torchtrap.values.remote import passed_model_layers
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -178,6 +182,7 @@ class MissingEval(Rule):
         self._visiting: set[int] = set()
         self._training: dict[int, bool] = {}
         self._remote: dict[_Imported, list[ast.AST]] = {}
+        self._constructions: dict[_Imported, ast.Call] = {}
         seen: set[int] = set()
         for block in self._grad_off_blocks():
             for call in _calls_in(block):
@@ -249,19 +254,39 @@ class MissingEval(Rule):
         tells); empty when unknown or switched."""
         if depth > _MAX_CALLER_DEPTH:
             return []
-        origin = self.models.model_constructor(model, at)
-        if origin is not None:
-            if origin.eval_mode:
-                return []
-            local: list[Layer] = []
-            local.extend(self.models.layers_of_constructor(origin.call))
-            if not local and isinstance(model, ast.Name) and function is None and depth == 0:
-                local.extend(self._global_layers(model))  # `net = build()`: what it returns
-            if not local:
-                imported = self._imported_class(origin.call.func)
-                if imported is not None:
-                    local.append(imported)
-            return local
+        origins = self.models.model_constructors(model, at) or []
+        if len(origins) > 1:
+            # One class per branch: a finding only when every one has layers.
+            found_all: list[Layer] = []
+            for each in origins:
+                layers = self._origin_layers(each, model, function, depth)
+                if not layers or not self._project_layers(layers):
+                    return []
+                found_all.extend(layers)
+            return found_all
+        if origins:
+            return self._origin_layers(origins[0], model, function, depth)
+        return self._other_layers(model, at, function, depth)
+
+    def _origin_layers(
+        self, origin: ModelOrigin, model: ast.expr, function: Function | None, depth: int
+    ) -> list[Layer]:
+        if origin.eval_mode:
+            return []
+        local: list[Layer] = []
+        local.extend(self.models.layers_of_constructor(origin.call))
+        if not local and isinstance(model, ast.Name) and function is None and depth == 0:
+            local.extend(self._global_layers(model))  # `net = build()`: what it returns
+        if not local:
+            imported = self._imported_class(origin.call.func)
+            if imported is not None:
+                local.append(imported)
+                self._constructions.setdefault(imported, origin.call)
+        return local
+
+    def _other_layers(
+        self, model: ast.expr, at: ast.AST, function: Function | None, depth: int
+    ) -> list[Layer]:
         if isinstance(model, ast.Name) and function is None and depth == 0:
             return self._global_layers(model)
         if not (isinstance(model, ast.Name) and function is not None):
@@ -351,6 +376,13 @@ class MissingEval(Rule):
         if ref is None:
             return []
         layers = project.train_mode_layers(ref) or []
+        call = self._constructions.get(imported)
+        if not layers and call is not None:
+            # Deeper than the class's own `__init__`: its submodule classes,
+            # the `Sequential` a helper returns, as the whole program holds them.
+            ctx = self.ctx
+            program = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+            layers = program_train_mode_places(program, call) if program is not None else []
         return [
             remote_node(path, span, location(path, span, project.root), qual.rsplit(".", 1)[-1])
             for path, qual, span in layers

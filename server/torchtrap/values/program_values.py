@@ -28,6 +28,7 @@ from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
+from torchtrap.project.summary import Span
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
     KEEP_METHODS,
@@ -345,6 +346,7 @@ _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn
 # torch.nn modules with a dropout inside (on by default, or when given one).
 _DROPOUT_INSIDE = ("Transformer", "MultiheadAttention")
 _RNNS = frozenset({"RNN", "LSTM", "GRU"})
+_ORDERED_DICTS = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
 # Libraries whose calls make values, not modules.
 _PLAIN_LIBRARIES = ("torch.", "numpy.", "math.", "<builtin>.", "builtins.")
 MAX_LAYER_OBJECTS = 400
@@ -357,6 +359,48 @@ def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
     classes call a functional dropout; False when every part is known and none
     is; None when a value or a part is not known (a library model, an
     attribute the model has no value for)."""
+    return _train_mode(model, node, None)
+
+
+def program_train_mode_sites(model: Model, node: ast.expr) -> list[Site]:
+    """Where the Dropout/BatchNorm layers (and torchvision networks with
+    them) of the module ``node`` holds are built, however deep: in a
+    submodule class of another file (``self.conv1 = conv_block(...)``), a
+    ``Sequential`` a helper function returns, a container. Empty when none
+    is known (parts the model cannot see may still have some)."""
+    sites: list[Site] = []
+    _train_mode(model, node, sites)
+    return sites
+
+
+def program_train_mode_places(model: Model, node: ast.expr) -> list[tuple[str, str, Span]]:
+    """:func:`program_train_mode_sites` as the project index gives layers:
+    (path, library class, span) of each construction, in source order."""
+    out: list[tuple[str, str, Span]] = []
+    for site in program_train_mode_sites(model, node):
+        where = model.where(site.module, site.line, site.col)
+        starting = model.expressions(site.module).get((site.line, site.col), ())
+        calls = [n for n in starting if isinstance(n, ast.Call)]
+        if where is None or not calls:
+            continue
+        call = min(calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+        rng = where[1]
+        span = Span(
+            call.lineno,
+            call.col_offset,
+            call.end_lineno or call.lineno,
+            call.end_col_offset if call.end_col_offset is not None else call.col_offset,
+        )
+        name = ast.unparse(call.func).rsplit(".", 1)[-1]
+        if rng.start.line == span.line:
+            out.append((where[0], f"torch.nn.{name}", span))
+    return sorted(set(out), key=lambda p: (p[0], p[2].line, p[2].col))
+
+
+def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool | None:
+    """The walk of :func:`program_train_mode_layers`; with ``sites``, every
+    train-mode layer's construction is collected there instead of stopping
+    at the first."""
     twin = model.twin(node)
     found = model.analysis.values(twin) if twin is not None else None
     # A module object is no model (`model = model.Net()` rebinds the
@@ -367,48 +411,68 @@ def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
     solver = model.analysis.solver
     queue: list[Obj] = sorted(values, key=lambda o: repr(type(o)))
     seen: set[Obj] = set()
+    layers = unknown = False
     while queue:
         obj = queue.pop()
         if obj in seen:
             continue
         seen.add(obj)
         if len(seen) > MAX_LAYER_OBJECTS:
-            return None
+            unknown = True
+            break
         if isinstance(obj, ExtCallObj):
             name = obj.type_name or ""
             head, _, last = name.rpartition(".")
+            train_mode = False
             if head.startswith("torchvision.models"):
-                if last.startswith(TORCHVISION_TRAIN_MODE_PREFIXES):
+                if not last.startswith(TORCHVISION_TRAIN_MODE_PREFIXES):
+                    unknown = True
+                    continue
+                train_mode = True
+            elif name in _ORDERED_DICTS:
+                for arg in obj.args:  # `Sequential(OrderedDict([("bn", nn.BatchNorm2d(c))]))`
+                    queue.extend(solver.pts[arg])
+                continue
+            elif head != "torch.nn":
+                if not name.startswith(_PLAIN_LIBRARIES):
+                    unknown = True  # another library's object: maybe a model
+                continue  # else a tensor, a device, a number: not a module
+            else:
+                train_mode = (
+                    last in TRAIN_MODE_LAYERS
+                    or last.startswith(_DROPOUT_INSIDE)
+                    or (last in _RNNS and "dropout" in obj.kwargs)
+                )
+            if train_mode:
+                layers = True
+                if sites is None:
                     return True
-                return None
-            if head != "torch.nn":
-                if name.startswith(_PLAIN_LIBRARIES):
-                    continue  # a tensor, a device, a number: not a module
-                return None  # another library's object: maybe a model
-            if last in TRAIN_MODE_LAYERS or last.startswith(_DROPOUT_INSIDE):
-                return True
-            if last in _RNNS and "dropout" in obj.kwargs:
-                return True
-            if name in _CONTAINERS:
+                sites.append(obj.site)
+            elif name in _CONTAINERS:
                 for arg in [*obj.args, *obj.kwargs.values()]:
                     queue.extend(solver.pts[arg])
         elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
             for klass in solver.mro(obj.cls):
                 if isinstance(klass, ClassObj) and _calls_functional_dropout(klass.node):
-                    return True
+                    layers = True
+                    if sites is None:
+                        return True
             assigned = {
                 a for c in solver.mro(obj.cls) if isinstance(c, ClassObj) for a in c.instance_attrs
             }
             for attr in solver.field_keys.get(obj, ()):
                 held = solver.pts[solver.field(obj, attr)]
                 if not held and attr in assigned:
-                    return None  # an attribute the model has no value for
+                    unknown = True  # an attribute the model has no value for
                 queue.extend(held)
         elif isinstance(obj, ContainerObj):
-            element = solver.keyed.get(("e", obj, "*"))
-            if element is not None:
-                queue.extend(solver.pts[element])
-    return False
+            for key in solver.box_keys.get(obj, ()):
+                element = solver.keyed.get(("e", obj, key))
+                if element is not None:
+                    queue.extend(solver.pts[element])
+    if layers:
+        return True
+    return None if unknown else False
 
 
 def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
