@@ -300,3 +300,152 @@ def test_batchnorm_one_class_or_one_helper_deeper(
 ) -> None:
     files = {"models.py": BLOCKS, "solver.py": SOLVER}
     assert _lines(tmp_path, files, "TT207", capsys) == [("solver.py", 21)]
+
+
+NETS = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return F.softmax(self.fc(x))
+
+
+class Logits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+MOVED_LOSS = """\
+import torch.nn as nn
+
+
+def source_only(classifier, logits, loader):
+    criterion = nn.CrossEntropyLoss().cuda()
+    for x, y in loader:
+        loss = criterion(classifier(x), y)  # 7
+        loss = loss + criterion(logits(x), y)  # logits: fine
+        loss.backward()
+"""
+
+MAIN = """\
+import nets
+import train
+
+train.source_only(nets.Classifier().cuda(), nets.Logits().cuda(), [])
+"""
+
+
+def test_loss_module_moved_with_cuda(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = {"nets.py": NETS, "train.py": MOVED_LOSS, "main.py": MAIN}
+    assert _lines(tmp_path, files, "TT213", capsys) == [("train.py", 7)]
+
+
+EXPLICIT_FORWARD = """\
+import torch
+
+
+def build_model(input_dim, output_dim):
+    model = torch.nn.Sequential()
+    model.add_module("linear_1", torch.nn.Linear(input_dim, 512, bias=False))
+    model.add_module("relu_1", torch.nn.ReLU())
+    model.add_module("linear_2", torch.nn.Linear(512, output_dim, bias=False))
+    model.add_module("softmax", torch.nn.Softmax())
+    return model
+
+
+def build_logits(input_dim, output_dim):
+    model = torch.nn.Sequential()
+    model.add_module("linear_1", torch.nn.Linear(input_dim, output_dim, bias=False))
+    return model
+
+
+def train(model, loss, optimizer, x_val, y_val):
+    optimizer.zero_grad()
+    fx = model.forward(x_val)
+    output = loss.forward(fx, y_val)  # 22
+    output.backward()
+    optimizer.step()
+    return output.item()
+
+
+def train_logits(model, loss, x_val, y_val):
+    fx = model.forward(x_val)
+    output = loss.forward(fx, y_val)  # logits: fine
+    output.backward()
+
+
+def main():
+    model = build_model(784, 10)
+    logits = build_logits(784, 10)
+    loss = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i in range(100):
+        train(model, loss, optimizer, None, None)
+        train_logits(logits, loss, None, None)
+
+
+main()
+"""
+
+
+def test_explicit_forward_calls_and_add_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = _lines(tmp_path, {"nn3.py": EXPLICIT_FORWARD}, "TT213", capsys)
+    assert found == [("nn3.py", 22)]
+
+
+LIGHTNING = """\
+import pytorch_lightning as pl
+from torch import nn
+from torch.nn import functional as F
+
+
+class LogisticRegression(pl.LightningModule):
+    def __init__(self, input_dim, num_classes):
+        super().__init__()
+        self.linear = nn.Linear(input_dim, num_classes)
+
+    def forward(self, x):
+        return F.softmax(self.linear(x), dim=-1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        y_hat = self(x)
+        return F.cross_entropy(y_hat, y)  # 17
+
+
+class Logistic(pl.LightningModule):
+    def __init__(self, input_dim, num_classes):
+        super().__init__()
+        self.linear = nn.Linear(input_dim, num_classes)
+
+    def forward(self, x):
+        return self.linear(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)  # logits: fine
+
+
+def cli_main(loader):
+    trainer = pl.Trainer()
+    trainer.fit(LogisticRegression(input_dim=4, num_classes=3), loader)
+    trainer.fit(Logistic(input_dim=4, num_classes=3), loader)
+"""
+
+
+def test_lightning_module_handed_to_the_trainer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lines(tmp_path, {"lr.py": LIGHTNING}, "TT213", capsys) == [("lr.py", 17)]

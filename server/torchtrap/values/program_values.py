@@ -25,7 +25,11 @@ from torchtrap.core.objects import (
 from torchtrap.core.payload import holds_parameters, is_module, loaders
 from torchtrap.core.solver import SEQUENTIALS
 from torchtrap.facts.index import enclosing_function
-from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
+from torchtrap.facts.modules import (
+    TORCHVISION_TRAIN_MODE_PREFIXES,
+    TRAIN_MODE_LAYERS,
+    inert_layer,
+)
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
 from torchtrap.project.summary import Span
@@ -238,6 +242,8 @@ def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
         return None
     names: set[str] = set()
     for obj in values:
+        if isinstance(obj, ExtAttrObj) and obj.attr == "forward":
+            obj = obj.base  # `criterion.forward(out, y)` is the module's call
         name = obj.type_name if isinstance(obj, ExtCallObj) else None
         if not name or not name.rsplit(".", 1)[-1][:1].isupper():
             return None
@@ -392,6 +398,8 @@ def program_train_mode_places(model: Model, node: ast.expr) -> list[tuple[str, s
             call.end_col_offset if call.end_col_offset is not None else call.col_offset,
         )
         name = ast.unparse(call.func).rsplit(".", 1)[-1]
+        if inert_layer(name, call):
+            continue  # `Dropout(0.0)`, `BatchNorm1d(c, track_running_stats=False)`
         if rng.start.line == span.line:
             out.append((where[0], f"torch.nn.{name}", span))
     return sorted(set(out), key=lambda p: (p[0], p[2].line, p[2].col))
