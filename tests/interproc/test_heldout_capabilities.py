@@ -449,3 +449,88 @@ def test_lightning_module_handed_to_the_trainer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _lines(tmp_path, {"lr.py": LIGHTNING}, "TT213", capsys) == [("lr.py", 17)]
+
+
+# -- callee effects ----------------------------------------------------------------
+
+SET_MODE = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def set_mode(mode, models):
+    assert mode in ["train", "eval"]
+    for m in models:
+        if m is None:
+            continue
+        if mode == "train":
+            m.train()
+        if mode == "eval":
+            m.eval()
+
+
+def check_accuracy(pg, ee, loader):
+    set_mode("eval", [pg, ee])
+    for x in loader:
+        with torch.no_grad():
+            pg(x)
+    set_mode("eval", [pg, ee])
+
+
+def train_loop(loader, val_loader, iterations):
+    pg = Net()
+    ee = Net()
+    opt = torch.optim.SGD(pg.parameters(), lr=0.1)
+    set_mode("train", [pg, ee])
+    t = 0
+    while t < iterations:
+        for x in loader:
+            t += 1
+            opt.zero_grad()
+            loss = ee(pg(x)).sum()
+            loss.backward()
+            opt.step()
+            if t % 100 == 0:
+                check_accuracy(pg, ee, val_loader)  # 48
+"""
+
+SET_MODE_RESTORED = """\
+import torch
+
+from train_model import Net, check_accuracy, set_mode
+
+
+def train_loop_restored(loader, val_loader, iterations):
+    pg = Net()
+    ee = Net()
+    opt = torch.optim.SGD(pg.parameters(), lr=0.1)
+    set_mode("train", [pg, ee])
+    t = 0
+    while t < iterations:
+        for x in loader:
+            t += 1
+            opt.zero_grad()
+            loss = ee(pg(x)).sum()
+            loss.backward()
+            opt.step()
+            if t % 100 == 0:
+                check_accuracy(pg, ee, val_loader)
+                set_mode("train", [pg, ee])  # restores both
+"""
+
+
+def test_mode_switched_by_a_helper_over_a_list_of_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"train_model.py": SET_MODE, "restored.py": SET_MODE_RESTORED}
+    assert _lines(tmp_path, files, "TT216", capsys) == [("train_model.py", 48)]

@@ -125,6 +125,7 @@ _GRAPH_KEEPING = frozenset(
 )
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _MAX_DEPTH = 3
+_MAX_UNROLLED = 8  # elements of a display a loop is walked once for
 # Method names the walker reads as a library object's action (mode, step).
 _LIBRARY_VERBS = frozenset(
     {"backward", "manual_backward", "step", "zero_grad", "unscale_", "eval", "train", "set_epoch"}
@@ -1016,6 +1017,9 @@ class _Frame:
     env: dict[str, Ref] = field(default_factory=dict)
     visiting: frozenset[int] = frozenset()
     foreign: bool = False  # in a helper of another file: its globals are not the caller's
+    # A parameter given a list or tuple display: its elements as the caller's values
+    # (`set_mode("eval", [pg, ee])` then `for m in models: m.eval()`).
+    sequences: dict[str, tuple[Ref, ...]] = field(default_factory=dict)
 
 
 class _Walker:
@@ -1036,8 +1040,13 @@ class _Walker:
             return  # runs when called, not here
         if isinstance(stmt, ast.If):
             self.expression(stmt.test, frame)
-            self.body(stmt.body, cond)
-            self.body(stmt.orelse, cond)
+            known = _static_test(stmt.test, frame)
+            if known is not False:
+                self.body(stmt.body, frame if known else cond)
+            if known is not True:
+                self.body(stmt.orelse, frame if known is False else cond)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)) and self._unrolled(stmt, frame):
+            pass
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expression(stmt.iter, frame)
             self.events.append(
@@ -1076,6 +1085,39 @@ class _Walker:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                     self.add(ZERO_GRAD, stmt, frame)
+
+    def _unrolled(self, stmt: ast.For | ast.AsyncFor, frame: _Frame) -> bool:
+        """``for m in models: m.eval()`` over a display (here, or the
+        caller's argument): the body once per element, ``m`` as that element."""
+        target = stmt.target
+        if not isinstance(target, ast.Name) or stmt.orelse:
+            return False
+        it = stmt.iter
+        if isinstance(it, (ast.List, ast.Tuple)) and not any(
+            isinstance(e, ast.Starred) for e in it.elts
+        ):
+            elements = tuple(self.ref(e, frame) for e in it.elts)
+        elif isinstance(it, ast.Name) and it.id in frame.sequences:
+            elements = frame.sequences[it.id]
+        else:
+            return False
+        if not elements or len(elements) > _MAX_UNROLLED:
+            return False
+        self.events.append(
+            Event(
+                ITERATE,
+                stmt,
+                receiver=self.ref(it, frame),
+                loops=frame.loops,
+                via=frame.via,
+                conditional=frame.conditional,
+            )
+        )
+        for element in elements:
+            env = {**frame.env, target.id: element}
+            inner = replace(frame, loops=(*frame.loops, stmt), env=env)
+            self.body(stmt.body, inner)
+        return True
 
     # -- expressions ----------------------------------------------------------------
     def expression(self, node: ast.AST, frame: _Frame) -> None:
@@ -1152,6 +1194,13 @@ class _Walker:
         self.add(CALL, call, frame, receiver, args, callee=callee)
         if callee is not None and len(frame.via) < _MAX_DEPTH and id(callee) not in frame.visiting:
             env = _bind(callee, call, args, frame)
+            sequences = {
+                name: tuple(self.ref(e, frame) for e in ref.expr.elts)
+                for name, ref in env.items()
+                if isinstance(ref.expr, (ast.List, ast.Tuple))
+                and any(ref.expr is a for a in call.args)
+                and not any(isinstance(e, ast.Starred) for e in ref.expr.elts)
+            }
             inner = _Frame(
                 frame.loop,
                 frame.loops,
@@ -1160,6 +1209,7 @@ class _Walker:
                 env,
                 frame.visiting | {id(callee)},
                 self.facts.foreign_path(callee) is not None,
+                sequences,
             )
             self.body(callee.body, inner)
 
@@ -1247,6 +1297,24 @@ def _ref(expr: ast.expr, frame: _Frame) -> Ref:
     if not rest:
         return outer
     return Ref(expr, expr, f"{outer.key}.{rest}" if outer.key is not None else None)
+
+
+def _static_test(test: ast.expr, frame: _Frame) -> bool | None:
+    """``mode == "eval"`` in a helper whose caller passed ``"eval"``: known
+    to hold (True) or not (False); None for any other test."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        return None
+    passed = frame.env.get(test.left.id)
+    if passed is None or not isinstance(passed.expr, ast.Constant):
+        return None
+    same = passed.expr.value == test.comparators[0].value
+    return same if isinstance(test.ops[0], ast.Eq) else not same
 
 
 def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
