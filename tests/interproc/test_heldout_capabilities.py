@@ -534,3 +534,61 @@ def test_mode_switched_by_a_helper_over_a_list_of_models(
 ) -> None:
     files = {"train_model.py": SET_MODE, "restored.py": SET_MODE_RESTORED}
     assert _lines(tmp_path, files, "TT216", capsys) == [("train_model.py", 48)]
+
+
+CALLER_NO_GRAD = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+def eval_one_epoch(model, loader):
+    model.train()
+    total = 0.0
+    for x in loader:
+        total += model(x).sum().item()  # 19
+    return total
+
+
+def eval_properly(model, loader):
+    model.eval()
+    return sum(model(x).sum().item() for x in loader)
+
+
+def train_and_eval(model, loader, val_loader, optimizer, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            eval_one_epoch(model, val_loader)
+
+
+def test(model, val_loader):
+    with torch.no_grad():
+        return eval_properly(model, val_loader)
+
+
+def main(loader, val_loader):
+    model = Net()
+    train_and_eval(model, loader, val_loader, torch.optim.SGD(model.parameters(), lr=0.1), 3)
+    test(Net(), val_loader)
+"""
+
+
+def test_no_grad_entered_by_the_caller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = _lines(tmp_path, {"train_and_eval.py": CALLER_NO_GRAD}, "TT207", capsys)
+    assert found == [("train_and_eval.py", 19)]

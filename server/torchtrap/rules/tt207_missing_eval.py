@@ -183,6 +183,7 @@ class MissingEval(Rule):
         self._training: dict[int, bool] = {}
         self._remote: dict[_Imported, list[ast.AST]] = {}
         self._constructions: dict[_Imported, ast.Call] = {}
+        self._callers_off: dict[int, bool] = {}
         seen: set[int] = set()
         for block in self._grad_off_blocks():
             for call in _calls_in(block):
@@ -200,9 +201,14 @@ class MissingEval(Rule):
             if any(is_grad_off(item.context_expr, self.imports) for item in node.items):
                 yield node
         functions: list[Function] = [*index.of(ast.FunctionDef), *index.of(ast.AsyncFunctionDef)]
+        loops = self.ctx.values.loops
         for function in functions:
             if any(is_grad_off(d, self.imports) for d in function.decorator_list):
                 yield function
+            elif function.name in self.ctx.facts.calls_by_name and loops.grad_off_by_callers(
+                function
+            ):
+                yield function  # every caller runs it under `torch.no_grad()`
 
     # -- detection ------------------------------------------------------------
     def _check_call(self, call: ast.Call) -> Finding | None:
@@ -222,9 +228,11 @@ class MissingEval(Rule):
         ):
             return None  # a library call; a project global only in a script's top level
         block = grad_off_context(call, self.imports)
+        function = enclosing_function(call)
+        if block is None and function is not None and self._off_by_callers(function):
+            block = function
         if block is None or _is_shape_probe(call, self.imports):
             return None
-        function = enclosing_function(call)
         if function is not None and (
             function.name.startswith(_LIGHTNING_EVAL_HOOKS)
             or function.name.lstrip("_").startswith("train")
@@ -388,6 +396,12 @@ class MissingEval(Rule):
             for path, qual, span in layers
         ]
 
+    def _off_by_callers(self, function: Function) -> bool:
+        key = id(function)
+        if key not in self._callers_off:
+            self._callers_off[key] = self.ctx.values.loops.grad_off_by_callers(function)
+        return self._callers_off[key]
+
     def _in_module_class(self, node: ast.AST) -> bool:
         cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
         if cls is None:
@@ -531,6 +545,8 @@ class MissingEval(Rule):
                 return []
             anchor: ast.stmt = block
         elif isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not any(is_grad_off(d, self.imports) for d in block.decorator_list):
+                return []  # grad is off in the callers: where the mode belongs is theirs
             if not (isinstance(model, ast.Name) and _is_parameter_of(block, model.id)) and not (
                 name.startswith("self.") and _is_parameter_of(block, "self")
             ):

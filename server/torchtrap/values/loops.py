@@ -756,6 +756,24 @@ class LoopFacts:
         sites = self._models().callers_of(function)
         return bool(sites) and all(self.grad_enabled(s.call, depth + 1) for s in sites)
 
+    def grad_off_by_callers(self, function: Function, depth: int = 0) -> bool:
+        """Does ``function`` run with grad off on every path: each of its
+        callers in this module calls it under ``torch.no_grad()`` (or from a
+        function that itself runs so): ``with torch.no_grad():
+        eval_one_epoch(model, loader)``."""
+        if depth >= _MAX_DEPTH:
+            return False
+        sites = self._models().callers_of(function)
+        if not sites:
+            return False
+        for site in sites:
+            if grad_off_context(site.call, self.imports) is not None:
+                continue
+            caller = enclosing_function(site.call)
+            if caller is None or not self.grad_off_by_callers(caller, depth + 1):
+                return False
+        return True
+
     def _models(self) -> ModelFacts:
         values = self._values()
         assert values is not None, "used after its module's lint"
