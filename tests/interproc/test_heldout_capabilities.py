@@ -592,3 +592,52 @@ def test_no_grad_entered_by_the_caller(
 ) -> None:
     found = _lines(tmp_path, {"train_and_eval.py": CALLER_NO_GRAD}, "TT207", capsys)
     assert found == [("train_and_eval.py", 19)]
+
+
+METERS = """\
+class LossesTrack:
+    def __init__(self):
+        self.train_losses = {"total": 0}
+        self.val_losses = {"total": 0}
+
+    def update_train_losses(self, loss):
+        for key in loss:
+            self.train_losses[key] += loss[key]
+
+    def update_logged(self, loss):
+        for key in loss:
+            self.val_losses[key] += loss[key].item()
+
+
+class AverageMeter(object):
+    def __init__(self, n):
+        self._sum = [0] * n
+
+    def update(self, values):
+        for idx, v in enumerate(values):
+            self._sum[idx] += v
+"""
+
+METERED = """\
+from metrics import AverageMeter, LossesTrack
+
+
+def train(model, loader, optimizer):
+    track = LossesTrack()
+    meter = AverageMeter(2)
+    for x in loader:
+        loss = {"total": model(x).sum()}
+        optimizer.zero_grad()
+        loss["total"].backward()
+        optimizer.step()
+        track.update_train_losses(loss)  # 12
+        track.update_logged(loss)  # .item(): fine
+        meter.update([loss["total"] * 10, loss["total"]])  # 14
+"""
+
+
+def test_accumulator_in_another_objects_method(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = _lines(tmp_path, {"metrics.py": METERS, "train.py": METERED}, "TT214", capsys)
+    assert found == [("train.py", 12), ("train.py", 14)]

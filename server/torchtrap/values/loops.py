@@ -1611,3 +1611,85 @@ def _declared_outer(function: Function, name: str) -> bool:
         isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
         for node in walk_scope(function)
     )
+
+
+def keeps_parameter(method: Function, name: str) -> bool:
+    """Does ``method`` add its parameter ``name`` as it is into ``self.attr``
+    (``+=``) or append it to one, without rebinding it first (``val =
+    val.item()``)? Its elements count (``self.sum[k] += losses[k]``, ``for
+    v in values: self._sum[i] += v``): the meter keeps what it was given."""
+    names = {name}
+    for node in ast.walk(method):
+        if (
+            isinstance(node, (ast.For, ast.AsyncFor))
+            and _iterates_name(node.iter, name)
+            and not node.orelse
+        ):
+            target = node.target
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]  # `for i, v in enumerate(values)`
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    kept = False
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                return False
+        value: ast.expr | None = None
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and _on_self(node.target)
+        ):
+            value = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and _on_self(node.func.value)
+            and len(node.args) == 1
+        ):
+            value = node.args[0]
+        if value is not None and any(_uses_raw(value, n) for n in names):
+            kept = True
+    return kept
+
+
+def _iterates_name(expr: ast.expr, name: str) -> bool:
+    """``values``, ``enumerate(values)``, ``values.values()``."""
+    if (
+        isinstance(expr, ast.Call)
+        and len(expr.args) == 1
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "enumerate"
+    ):
+        expr = expr.args[0]
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "values"
+        and not expr.args
+    ):
+        expr = expr.func.value
+    return isinstance(expr, ast.Name) and expr.id == name
+
+
+def _on_self(target: ast.expr) -> bool:
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "self"
+
+
+def _uses_raw(value: ast.expr, name: str) -> bool:
+    """``name`` in ``value`` through arithmetic and indexing only (not
+    ``.item()``, ``float()``): ``loss``, ``loss * n``, ``losses[key]``."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    if isinstance(value, ast.Subscript):
+        return _uses_raw(value.value, name)
+    if isinstance(value, ast.BinOp):
+        return _uses_raw(value.left, name) or _uses_raw(value.right, name)
+    if isinstance(value, ast.UnaryOp):
+        return _uses_raw(value.operand, name)
+    return False
