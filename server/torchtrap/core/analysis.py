@@ -122,6 +122,8 @@ def _any_instance(solver: Solver) -> None:
                 if isinstance(c, ClassObj):
                     made.setdefault(c, []).append(obj)
     copied = {origin for origin, _site in solver.copies}
+    # A base class: its subclasses may be built elsewhere with other values.
+    bases = {b for c in solver.classes for b in solver.mro(c)[1:] if isinstance(b, ClassObj)}
     for func in solver.functions:
         cls = func.cls
         if cls is None or func.kind in ("staticmethod", "classmethod"):
@@ -132,7 +134,7 @@ def _any_instance(solver: Solver) -> None:
         self_node = solver.param(func, params[0])
         if cls not in made:
             solver.add(self_node, (solver.instance(cls, None),))
-        elif not solver.pts[self_node] and func not in copied:
+        elif not solver.pts[self_node] and func not in copied and cls not in bases:
             # A method the program never calls on the instances it makes
             # (`training_step` of a model handed to `Trainer.fit`): a
             # framework calls it on them.
