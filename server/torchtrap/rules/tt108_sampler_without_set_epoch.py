@@ -59,7 +59,12 @@ class SamplerWithoutSetEpoch(Rule):
     epoch loop calls `set_epoch` (on the sampler, `loader.sampler`,
     `loader.batch_sampler.sampler`, or in a helper of this file that the
     loop calls). The loader may be built in the loop, before it, as
-    `self.loader`, or passed to the function by its callers in this file;
+    `self.loader`, or passed to the function by its callers in this file,
+    returned by a helper of this file (alone, in a tuple or a dict), or be
+    a `DataLoader` subclass of this file whose `__init__` builds the
+    sampler; the sampler may be given through a `**params` dict or built
+    through a name holding the class (`S = RandomSampler if single else
+    DistributedSampler`);
     the loop may be a `for` over it or an `iter(loader)` each epoch. The
     finding is on the `DistributedSampler(...)` call (a sampler returned by
     a helper of this file, `data_sampler(ds, shuffle=True, distributed=d)`,

@@ -83,7 +83,8 @@ class MissingEval(Rule):
 
     ## What it does
     Flags a call of a model inside `with torch.no_grad():` /
-    `torch.inference_mode()` (or a function decorated with them) when the
+    `torch.inference_mode()` (or a function decorated with them, or one
+    that every caller in this file calls inside such a block) when the
     model's class holds `nn.Dropout*` or `nn.BatchNorm*` layers (or
     `F.dropout(..., training=self.training)`) and nothing calls `.eval()` or
     `.train(False)` on it: not in the function, and not in any caller in
