@@ -873,13 +873,19 @@ class Solver:
                 self.record(cs.caller, obj.qname)
             made = self._ext_call(obj, cs)  # kept: where a module moved to CUDA
             base = obj.base
-            if obj.attr in MODULE_SELF_METHODS and (
-                (isinstance(base, InstObj) and self.is_module_like(base.cls))
-                or (isinstance(base, ExtCallObj) and _torch_module(base.type_name))
+            if (
+                obj.attr in MODULE_SELF_METHODS
+                and isinstance(base, InstObj)
+                and self.is_module_like(base.cls)
             ):
-                # `Net().to(device)`, `nn.CrossEntropyLoss().cuda()`:
-                # nn.Module's own method returns the module.
+                # `Net().to(device)`: nn.Module's own method returns the module.
                 self.add(cs.dst, (base,))
+            elif obj.attr in MODULE_SELF_METHODS and (
+                isinstance(base, ExtCallObj) and _torch_module(base.type_name)
+            ):
+                # `nn.CrossEntropyLoss().cuda()` is the loss module itself; the
+                # moved value stays too (what lives on the GPU is asked of it).
+                self.add(cs.dst, (base, made))
             else:
                 self.add(cs.dst, (made,))
             self._library_method(obj, cs)

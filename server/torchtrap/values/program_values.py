@@ -23,7 +23,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
-from torchtrap.core.solver import SEQUENTIALS
+from torchtrap.core.solver import MODULE_SELF_METHODS, SEQUENTIALS, WRAPPERS
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.modules import (
     TORCHVISION_TRAIN_MODE_PREFIXES,
@@ -242,6 +242,8 @@ def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
         return None
     names: set[str] = set()
     for obj in values:
+        if _moved_copy(obj, values):
+            continue  # `nn.CrossEntropyLoss().cuda()`: the module is in `values` too
         if isinstance(obj, ExtAttrObj) and obj.attr == "forward":
             obj = obj.base  # `criterion.forward(out, y)` is the module's call
         name = obj.type_name if isinstance(obj, ExtCallObj) else None
@@ -249,6 +251,16 @@ def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
             return None
         names.add(name)
     return frozenset(names)
+
+
+def _moved_copy(obj: Obj, values: frozenset[Obj]) -> bool:
+    """``module.cuda()``'s own value beside the module it returns."""
+    callee = obj.callee if isinstance(obj, ExtCallObj) else None
+    return (
+        isinstance(callee, ExtAttrObj)
+        and callee.attr in MODULE_SELF_METHODS
+        and callee.base in values
+    )
 
 
 def program_worker_count(model: Model, call: ast.Call) -> str | None:
@@ -456,7 +468,8 @@ def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool 
                 if sites is None:
                     return True
                 sites.append(obj.site)
-            elif name in _CONTAINERS:
+            elif name in _CONTAINERS or name in WRAPPERS:
+                # `nn.DataParallel(net)`: the wrapped module's layers.
                 for arg in [*obj.args, *obj.kwargs.values()]:
                     queue.extend(solver.pts[arg])
         elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
