@@ -463,6 +463,8 @@ def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool 
                     or last.startswith(_DROPOUT_INSIDE)
                     or (last in _RNNS and "dropout" in obj.kwargs)
                 )
+            if train_mode and _inert(model, obj.site, last):
+                continue  # `Dropout(0.0)`, `InstanceNorm2d(c)` without running stats
             if train_mode:
                 layers = True
                 if sites is None:
@@ -494,6 +496,16 @@ def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool 
     if layers:
         return True
     return None if unknown else False
+
+
+def _inert(model: Model, site: Site, name: str) -> bool:
+    """The layer built at ``site`` behaves the same in both modes."""
+    starting = model.expressions(site.module).get((site.line, site.col), ())
+    calls = [n for n in starting if isinstance(n, ast.Call)]
+    if not calls:
+        return False
+    call = min(calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+    return inert_layer(name, call)
 
 
 def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
