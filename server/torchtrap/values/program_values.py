@@ -23,7 +23,7 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
-from torchtrap.core.solver import MODULE_SELF_METHODS, SEQUENTIALS, WRAPPERS
+from torchtrap.core.solver import MODULE_SELF_METHODS, SEQUENTIALS
 from torchtrap.facts.index import enclosing_function
 from torchtrap.facts.modules import (
     TORCHVISION_TRAIN_MODE_PREFIXES,
@@ -470,8 +470,7 @@ def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool 
                 if sites is None:
                     return True
                 sites.append(obj.site)
-            elif name in _CONTAINERS or name in WRAPPERS:
-                # `nn.DataParallel(net)`: the wrapped module's layers.
+            elif name in _CONTAINERS:
                 for arg in [*obj.args, *obj.kwargs.values()]:
                     queue.extend(solver.pts[arg])
         elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
