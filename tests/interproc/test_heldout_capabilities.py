@@ -641,3 +641,50 @@ def test_accumulator_in_another_objects_method(
 ) -> None:
     found = _lines(tmp_path, {"metrics.py": METERS, "train.py": METERED}, "TT214", capsys)
     assert found == [("train.py", 12), ("train.py", 14)]
+
+
+INERT_NETS = """\
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(c, affine=False, track_running_stats=False)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(4)
+
+    def forward(self, x):
+        return self.block(x)
+"""
+
+INERT_LOOP = """\
+import torch
+from nets import Net
+
+
+def run(loader, steps):
+    score = Net()
+    optimizer = torch.optim.Adam(score.parameters())
+    for step, x in enumerate(loader):
+        loss = score(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            score.eval()  # the same in both modes: no train-mode layer
+"""
+
+
+def test_layers_without_a_mode_are_no_train_mode_layers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"nets.py": INERT_NETS, "runner.py": INERT_LOOP}
+    assert _lines(tmp_path, files, "TT216", capsys) == []
