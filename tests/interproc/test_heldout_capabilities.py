@@ -650,7 +650,7 @@ import torch.nn as nn
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.norm = nn.InstanceNorm2d(c, affine=False, track_running_stats=False)
+        self.norm = nn.BatchNorm2d(c, track_running_stats=False)
 
     def forward(self, x):
         return self.norm(x)
