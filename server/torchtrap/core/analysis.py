@@ -115,18 +115,30 @@ def _any_instance(solver: Solver) -> None:
     """A class nothing in the program instantiates (a library's, or one a
     registry builds by name) still has its methods analysed: ``self`` gets
     an instance that stands for every instance."""
-    made: set[ClassObj] = set()
-    for obj in solver.objects.values():
+    made: dict[ClassObj, list[InstObj]] = {}
+    for obj in list(solver.objects.values()):
         if isinstance(obj, InstObj):
-            made.update(c for c in solver.mro(obj.cls) if isinstance(c, ClassObj))
+            for c in solver.mro(obj.cls):
+                if isinstance(c, ClassObj):
+                    made.setdefault(c, []).append(obj)
+    copied = {origin for origin, _site in solver.copies}
+    # A base class: its subclasses may be built elsewhere with other values.
+    bases = {b for c in solver.classes for b in solver.mro(c)[1:] if isinstance(b, ClassObj)}
     for func in solver.functions:
         cls = func.cls
-        if cls is None or cls in made or func.kind in ("staticmethod", "classmethod"):
+        if cls is None or func.kind in ("staticmethod", "classmethod"):
             continue
         params = solver.signatures[func].positional
-        if params:
-            inst = solver.instance(cls, None)
-            solver.add(solver.param(func, params[0]), (inst,))
+        if not params:
+            continue
+        self_node = solver.param(func, params[0])
+        if cls not in made:
+            solver.add(self_node, (solver.instance(cls, None),))
+        elif not solver.pts[self_node] and func not in copied and cls not in bases:
+            # A method the program never calls on the instances it makes
+            # (`training_step` of a model handed to `Trainer.fit`): a
+            # framework calls it on them.
+            solver.add(self_node, made[cls])
 
 
 LIGHTNING = ("pytorch_lightning.", "lightning.")

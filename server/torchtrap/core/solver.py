@@ -853,6 +853,14 @@ class Solver:
             self._container_method(obj, cs)
         elif isinstance(obj, ExternalObj):
             self._call_external(obj, cs)
+        elif (
+            isinstance(obj, ExtAttrObj)
+            and obj.attr == "forward"
+            and isinstance(obj.base, ExtCallObj)
+            and _torch_module(obj.base.type_name)
+        ):
+            # `seq.forward(x)`, `criterion.forward(out, y)`: the module's call.
+            self.invoke(obj.base, cs)
         elif isinstance(obj, ExtAttrObj):
             if obj.qname:
                 self.record(cs.caller, obj.qname)
@@ -875,6 +883,12 @@ class Solver:
             ):
                 # `Net().to(device)`: nn.Module's own method returns the module.
                 self.add(cs.dst, (base,))
+            elif obj.attr in MODULE_SELF_METHODS and (
+                isinstance(base, ExtCallObj) and _torch_module(base.type_name)
+            ):
+                # `nn.CrossEntropyLoss().cuda()` is the loss module itself; the
+                # moved value stays too (what lives on the GPU is asked of it).
+                self.add(cs.dst, (base, made))
             else:
                 self.add(cs.dst, (made,))
             self._library_method(obj, cs)
@@ -933,6 +947,17 @@ class Solver:
                 self._returns_arguments(cs)
         elif obj.attr == "__init__" and obj.qname in HF_TRAINERS:
             self._trainer_loaders(cs)
+        elif (
+            obj.attr == "add_module"
+            and isinstance(base, ExtCallObj)
+            and base.type_name in SEQUENTIALS
+            and len(cs.args) == 2
+            and ("seq", base, len(base.args)) not in self.keyed
+        ):
+            # `seq.add_module("fc", nn.Linear(...))` before the Sequential is
+            # called: one more module at its end (once it has run, its chain
+            # is fixed and later additions are not followed).
+            base.args.append(cs.args[1][0])
 
     def _argument_default(self, parser: Obj, default: int, site: Site, name: Obj) -> None:
         if isinstance(name, ConstObj) and isinstance(name.value, str):
@@ -1415,6 +1440,22 @@ class Solver:
             self.edge(self.elem(other, KEYS), self.elem(box, KEYS))
             for key in list(self.box_keys.get(other, ())):
                 self.edge(self.elem(other, key), self.elem(box, key))
+
+
+def _torch_module(name: str | None) -> bool:
+    """A ``torch.nn`` module class (``torch.nn.CrossEntropyLoss``), whose
+    ``.to()``/``.cuda()`` return the module itself; not a tensor class
+    (``nn.Parameter``) nor a utility's value."""
+    if not name or not name.startswith("torch.nn.") or name.startswith(_NOT_MODULES):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last not in _TENSOR_CLASSES
+
+
+_NOT_MODULES = ("torch.nn.utils.", "torch.nn.functional.", "torch.nn.parameter.", "torch.nn.init.")
+_TENSOR_CLASSES = frozenset(
+    {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
+)
 
 
 def _order(obj: Obj) -> tuple[str, str]:

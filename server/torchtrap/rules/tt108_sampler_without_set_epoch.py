@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from torchtrap.facts.autograd import grad_off_context
-from torchtrap.facts.dataloaders import DATALOADER, bind_arguments
+from torchtrap.facts.dataloaders import bind_arguments
 from torchtrap.facts.imports import dotted_name
 from torchtrap.facts.index import enclosing_function, walk_scope
 from torchtrap.facts.modules import is_eval_call
@@ -59,7 +59,12 @@ class SamplerWithoutSetEpoch(Rule):
     epoch loop calls `set_epoch` (on the sampler, `loader.sampler`,
     `loader.batch_sampler.sampler`, or in a helper of this file that the
     loop calls). The loader may be built in the loop, before it, as
-    `self.loader`, or passed to the function by its callers in this file;
+    `self.loader`, or passed to the function by its callers in this file,
+    returned by a helper of this file (alone, in a tuple or a dict), or be
+    a `DataLoader` subclass of this file whose `__init__` builds the
+    sampler; the sampler may be given through a `**params` dict or built
+    through a name holding the class (`S = RandomSampler if single else
+    DistributedSampler`);
     the loop may be a `for` over it or an `iter(loader)` each epoch. The
     finding is on the `DistributedSampler(...)` call (a sampler returned by
     a helper of this file, `data_sampler(ds, shuffle=True, distributed=d)`,
@@ -130,8 +135,13 @@ class SamplerWithoutSetEpoch(Rule):
         calls = self.ctx.facts.calls_by_name.get("set_epoch", [])
         seen: set[int] = set()
         by_name = self.ctx.facts.calls_by_name
-        if not by_name.get("DistributedSampler"):
-            return  # no sampler built here (a mention in a string, a type, an import)
+        index = self.ctx.facts.index
+        if not by_name.get("DistributedSampler") and not any(
+            isinstance(n.ctx, ast.Load) for n in index.names("DistributedSampler")
+        ):
+            # No sampler built or picked here (`S = ... else DistributedSampler`):
+            # a mention in a string, a type, an import.
+            return
         for loop in loops.loops():
             if not loops.may_iterate(loop) or loops.in_framework(loop):
                 continue
@@ -161,16 +171,15 @@ class SamplerWithoutSetEpoch(Rule):
         """The loader's DataLoader call with a shuffling DistributedSampler;
         a loader built one way or another (``if distributed: ... else: ...``)
         counts when every way is a DataLoader and one draws from it."""
-        values = loops.values(loader)
+        values = loops.constructions(loader)
         if not values:
             return None
         found: _Sampled | None = None
         for value, _ in values:
-            if not (
-                isinstance(value, ast.Call) and loops.imports.qualname(value.func) == DATALOADER
-            ):
+            call = loops.loader_call(value)
+            if call is None:
                 return None
-            sampled = self._sampled_call(loops, value)
+            sampled = self._sampled_call(loops, call)
             if sampled is not None:
                 if found is not None:
                     return None
@@ -183,7 +192,11 @@ class SamplerWithoutSetEpoch(Rule):
         arguments, _ = bind_arguments(call)
         through_batch = False
         expr = arguments.get("sampler")
-        if expr is None:
+        at: ast.AST = call
+        splat = loops.splat_keyword(call, "sampler") if expr is None else None
+        if splat is not None:
+            expr, at = splat
+        elif expr is None:
             batch = arguments.get("batch_sampler")
             batch_call = self._value(loops, batch, call) if batch is not None else None
             if (
@@ -194,9 +207,7 @@ class SamplerWithoutSetEpoch(Rule):
                 return None
             expr = batch_call.args[0]
             through_batch = True
-            at: ast.AST = batch_call
-        else:
-            at = call
+            at = batch_call
         ref = Ref(expr, at, dotted_name(expr))
         sampler = loops.distributed_sampler(ref)
         if sampler is None or not _shuffles(sampler):

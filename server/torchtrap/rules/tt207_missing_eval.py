@@ -22,11 +22,13 @@ from torchtrap.fixes import edits
 from torchtrap.project.index import location
 from torchtrap.project.summary import Span
 from torchtrap.rules.base import Invalid, Rule, Valid
+from torchtrap.values.models import ModelOrigin
 from torchtrap.values.program import module_model
 from torchtrap.values.program_values import (
     program_callers_known,
     program_train_mode_classes,
     program_train_mode_parts,
+    program_train_mode_places,
 )
 from torchtrap.values.remote import passed_model_layers
 
@@ -104,7 +106,8 @@ class MissingEval(Rule):
 
     ## What it does
     Flags a call of a model inside `with torch.no_grad():` /
-    `torch.inference_mode()` (or a function decorated with them) when the
+    `torch.inference_mode()` (or a function decorated with them, or one
+    that every caller in this file calls inside such a block) when the
     model's class holds `nn.Dropout*` or `nn.BatchNorm*` layers (or
     `F.dropout(..., training=self.training)`) and nothing calls `.eval()` or
     `.train(False)` on it: not in the function, and not in any caller in
@@ -209,6 +212,8 @@ class MissingEval(Rule):
         self._visiting: set[int] = set()
         self._training: dict[int, bool] = {}
         self._remote: dict[_Imported, list[ast.AST]] = {}
+        self._constructions: dict[_Imported, ast.Call] = {}
+        self._callers_off: dict[int, bool] = {}
         seen: set[int] = set()
         for block in self._grad_off_blocks():
             for call in _calls_in(block):
@@ -226,9 +231,14 @@ class MissingEval(Rule):
             if any(is_grad_off(item.context_expr, self.imports) for item in node.items):
                 yield node
         functions: list[Function] = [*index.of(ast.FunctionDef), *index.of(ast.AsyncFunctionDef)]
+        loops = self.ctx.values.loops
         for function in functions:
             if any(is_grad_off(d, self.imports) for d in function.decorator_list):
                 yield function
+            elif function.name in self.ctx.facts.calls_by_name and loops.grad_off_by_callers(
+                function
+            ):
+                yield function  # every caller runs it under `torch.no_grad()`
 
     # -- detection ------------------------------------------------------------
     def _check_call(self, call: ast.Call) -> Finding | None:
@@ -248,9 +258,11 @@ class MissingEval(Rule):
         ):
             return None  # a library call; a project global only in a script's top level
         block = grad_off_context(call, self.imports)
+        function = enclosing_function(call)
+        if block is None and function is not None and self._off_by_callers(function):
+            block = function
         if block is None or _is_shape_probe(call, self.imports):
             return None
-        function = enclosing_function(call)
         if function is not None and (
             function.name.startswith(_LIGHTNING_EVAL_HOOKS)
             or function.name.lstrip("_").startswith("train")
@@ -280,19 +292,39 @@ class MissingEval(Rule):
         tells); empty when unknown or switched."""
         if depth > _MAX_CALLER_DEPTH:
             return []
-        origin = self.models.model_constructor(model, at)
-        if origin is not None:
-            if origin.eval_mode:
-                return []
-            local: list[Layer] = []
-            local.extend(self.models.layers_of_constructor(origin.call))
-            if not local and isinstance(model, ast.Name) and function is None and depth == 0:
-                local.extend(self._global_layers(model))  # `net = build()`: what it returns
-            if not local:
-                imported = self._imported_class(origin.call.func)
-                if imported is not None:
-                    local.append(imported)
-            return local
+        origins = self.models.model_constructors(model, at) or []
+        if len(origins) > 1:
+            # One class per branch: a finding only when every one has layers.
+            found_all: list[Layer] = []
+            for each in origins:
+                layers = self._origin_layers(each, model, function, depth)
+                if not layers or not self._project_layers(layers):
+                    return []
+                found_all.extend(layers)
+            return found_all
+        if origins:
+            return self._origin_layers(origins[0], model, function, depth)
+        return self._other_layers(model, at, function, depth)
+
+    def _origin_layers(
+        self, origin: ModelOrigin, model: ast.expr, function: Function | None, depth: int
+    ) -> list[Layer]:
+        if origin.eval_mode:
+            return []
+        local: list[Layer] = []
+        local.extend(self.models.layers_of_constructor(origin.call))
+        if not local and isinstance(model, ast.Name) and function is None and depth == 0:
+            local.extend(self._global_layers(model))  # `net = build()`: what it returns
+        if not local:
+            imported = self._imported_class(origin.call.func)
+            if imported is not None:
+                local.append(imported)
+                self._constructions.setdefault(imported, origin.call)
+        return local
+
+    def _other_layers(
+        self, model: ast.expr, at: ast.AST, function: Function | None, depth: int
+    ) -> list[Layer]:
         if isinstance(model, ast.Name) and function is None and depth == 0:
             return self._global_layers(model)
         if not (isinstance(model, ast.Name) and function is not None):
@@ -417,10 +449,23 @@ class MissingEval(Rule):
         if ref is None:
             return []
         layers = project.train_mode_layers(ref) or []
+        call = self._constructions.get(imported)
+        if not layers and call is not None:
+            # Deeper than the class's own `__init__`: its submodule classes,
+            # the `Sequential` a helper returns, as the whole program holds them.
+            ctx = self.ctx
+            program = module_model(ctx.project, ctx.path, ctx.text, ctx.tree)
+            layers = program_train_mode_places(program, call) if program is not None else []
         return [
             remote_node(path, span, location(path, span, project.root), qual.rsplit(".", 1)[-1])
             for path, qual, span in layers
         ]
+
+    def _off_by_callers(self, function: Function) -> bool:
+        key = id(function)
+        if key not in self._callers_off:
+            self._callers_off[key] = self.ctx.values.loops.grad_off_by_callers(function)
+        return self._callers_off[key]
 
     def _in_module_class(self, node: ast.AST) -> bool:
         cls = next((a for a in ancestors(node) if isinstance(a, ast.ClassDef)), None)
@@ -577,6 +622,8 @@ class MissingEval(Rule):
                 return []
             anchor: ast.stmt = block
         elif isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not any(is_grad_off(d, self.imports) for d in block.decorator_list):
+                return []  # grad is off in the callers: where the mode belongs is theirs
             if not (isinstance(model, ast.Name) and _is_parameter_of(block, model.id)) and not (
                 name.startswith("self.") and _is_parameter_of(block, "self")
             ):

@@ -13,7 +13,7 @@ from torchtrap.facts.remote import MESSAGE_LIMIT
 from torchtrap.findings import Applicability, Edit, Finding, Fix
 from torchtrap.fixes import edits
 from torchtrap.rules.base import Invalid, Rule, Valid
-from torchtrap.values.loops import BACKWARD, Event, Loop, LoopFacts
+from torchtrap.values.loops import BACKWARD, Event, Loop, LoopFacts, keeps_parameter
 
 # Calls whose arguments are only shown or logged.
 _LOG_CALLS = frozenset(
@@ -165,10 +165,16 @@ class LossKeptWithGraph(Rule):
             stored = [
                 arg
                 for name, arg in zip(params[1:], call.args, strict=False)
-                if _keeps_parameter(method, name)
+                if keeps_parameter(method, name)
             ]
-            if stored:
-                yield _Accumulation(call, func.value, tuple(stored))
+            # A display's elements are what the method keeps (`meter.update([a, b])`).
+            items = [
+                e
+                for arg in stored
+                for e in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg])
+            ]
+            if items:
+                yield _Accumulation(call, func.value, tuple(items))
 
     def _check(self, loops: LoopFacts, acc: _Accumulation) -> Finding | None:
         enclosing = loops.enclosing_loops(acc.node)
@@ -699,49 +705,3 @@ def _wrap(source: object, values: list[ast.expr], method: str) -> list[Edit]:
         wrapped = f"{text}.{method}()" if isinstance(value, _ATOMS) else f"({text}).{method}()"
         out.append(edits.replace(source, value, wrapped))
     return out
-
-
-def _keeps_parameter(method: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    """Does ``method`` add ``name`` as it is into ``self.attr`` (``+=``) or
-    append it to one, without rebinding it first (``val = val.item()``)?"""
-    kept = False
-    for node in ast.walk(method):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return False
-        value: ast.expr | None = None
-        if (
-            isinstance(node, ast.AugAssign)
-            and isinstance(node.op, ast.Add)
-            and _on_self(node.target)
-        ):
-            value = node.value
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "append"
-            and _on_self(node.func.value)
-            and len(node.args) == 1
-        ):
-            value = node.args[0]
-        if value is not None and _uses_raw(value, name):
-            kept = True
-    return kept
-
-
-def _on_self(target: ast.expr) -> bool:
-    while isinstance(target, (ast.Attribute, ast.Subscript)):
-        target = target.value
-    return isinstance(target, ast.Name) and target.id == "self"
-
-
-def _uses_raw(value: ast.expr, name: str) -> bool:
-    """``name`` in ``value`` through arithmetic only (not `.item()`, `float()`)."""
-    if isinstance(value, ast.Name):
-        return value.id == name
-    if isinstance(value, ast.BinOp):
-        return _uses_raw(value.left, name) or _uses_raw(value.right, name)
-    if isinstance(value, ast.UnaryOp):
-        return _uses_raw(value.operand, name)
-    return False

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from torchtrap.facts.autograd import grad_off_context
+from torchtrap.facts.classes import ClassInfo
+from torchtrap.facts.dataloaders import DATALOADER
 from torchtrap.facts.imports import ImportTable, dotted_name
 from torchtrap.facts.index import NodeIndex, ancestors, enclosing_function, parent
 from torchtrap.facts.modules import MODULE_WRAPPERS
@@ -39,7 +41,11 @@ from torchtrap.facts.tensors import Binding
 from torchtrap.values.loaders import Loaders
 from torchtrap.values.models import ModelFacts
 from torchtrap.values.program import Model, module_model
-from torchtrap.values.program_values import program_callee, program_train_mode_layers
+from torchtrap.values.program_values import (
+    program_allocations,
+    program_callee,
+    program_train_mode_layers,
+)
 
 if TYPE_CHECKING:
     from torchtrap.values.layer import ValueLayer
@@ -119,6 +125,11 @@ _GRAPH_KEEPING = frozenset(
 )
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "data"})
 _MAX_DEPTH = 3
+_MAX_UNROLLED = 8  # elements of a display a loop is walked once for
+# Method names the walker reads as a library object's action (mode, step).
+_LIBRARY_VERBS = frozenset(
+    {"backward", "manual_backward", "step", "zero_grad", "unscale_", "eval", "train", "set_epoch"}
+)
 _MAX_EVENTS = 4000  # a pathological file stops being followed, it does not hang
 
 
@@ -269,6 +280,36 @@ class LoopFacts:
         if found is None and _worth_asking(call, self.imports.qualname(call.func)):
             found = self._program_callee(call, own=True)
         return found
+
+    def plain_method(self, call: ast.Call) -> Function | None:
+        """``self.train()`` in a class that is no module, optimizer or other
+        library object (``class Trainer:`` with its own ``train`` method): the
+        method, a helper like any other, not a mode switch or a step."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in _LIBRARY_VERBS
+        ):
+            return None
+        cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
+        info = self.facts.classes.get(cls.name) if cls is not None else None
+        if info is None or info.node is not cls or not self._plain_class(info, 0):
+            return None
+        return self._local_callee(call)
+
+    def _plain_class(self, info: ClassInfo, depth: int) -> bool:
+        """Only ``object`` or plain classes of this file as bases."""
+        for base in info.bases:
+            if isinstance(base, ast.Name) and base.id == "object":
+                continue
+            local = self.facts.classes.get(base.id) if isinstance(base, ast.Name) else None
+            if local is None or local is info or depth > _MAX_DEPTH:
+                return False
+            if not self._plain_class(local, depth + 1):
+                return False
+        return not info.node.keywords
 
     def project_method(self, call: ast.Call) -> Function | None:
         """The project function a method call runs, whatever its name
@@ -441,6 +482,112 @@ class LoopFacts:
             out.extend(inner)
         return out
 
+    def constructions(self, ref: Ref) -> list[tuple[ast.expr, ast.AST]] | None:
+        """:meth:`values`, and where that is unknown or a call of a project
+        function, the constructions of this file the whole-program model
+        says ``ref`` holds: a loader made in a helper and returned (alone,
+        in a tuple or a dict), or handed to a constructor and kept on
+        ``self``. Each is then (the construction call, itself)."""
+        values = self.values(ref)
+        if values is not None and not any(
+            isinstance(v, ast.Name) or self._project_call(v) for v, _ in values
+        ):
+            return values
+        if id(_root(ref.expr)) in self._foreign or self.program() is None:
+            return values
+        assert self._model
+        sites = program_allocations(self._model, ref.expr)
+        if not sites:
+            return values
+        calls = {(c.lineno, c.col_offset): c for c in self.facts.index.of(ast.Call)}
+        out: list[tuple[ast.expr, ast.AST]] = []
+        for site in sites:
+            call = calls.get(site)
+            if call is None:
+                return values
+            out.append((call, call))
+        return out
+
+    def _project_call(self, value: ast.expr) -> bool:
+        """A call of a function of the project (its result is what the
+        function returns, not the call itself)."""
+        if not isinstance(value, ast.Call):
+            return False
+        name = self.imports.qualname(value.func)
+        if name is not None:
+            return False
+        return not (
+            isinstance(value.func, ast.Name) and self.facts.classes.get(value.func.id) is not None
+        )
+
+    def splat_keyword(self, call: ast.Call, name: str) -> tuple[ast.expr, ast.AST] | None:
+        """The value a ``**params`` of ``call`` gives keyword ``name``, and
+        where it is evaluated: ``params["sampler"] = DistributedSampler(ds)``
+        (the last such store before the call in its function, else the key
+        of the dict literal ``params`` was bound to); None when no
+        ``**`` dict of the function evidently holds it."""
+        function = enclosing_function(call)
+        found: tuple[ast.expr, ast.AST] | None = None
+        for kw in call.keywords:
+            if kw.arg is not None or not isinstance(kw.value, ast.Name) or function is None:
+                continue
+            spelled = kw.value.id
+            stores = [
+                n
+                for n in _statements(function)
+                if isinstance(n, ast.Assign)
+                and n.lineno < call.lineno
+                and any(
+                    isinstance(t, ast.Subscript)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == spelled
+                    and isinstance(t.slice, ast.Constant)
+                    and t.slice.value == name
+                    for t in n.targets
+                )
+            ]
+            if stores:
+                last = max(stores, key=lambda n: (n.lineno, n.col_offset))
+                found = (last.value, last)
+                continue
+            literals = self.tensors.values_of(kw.value, call) or []
+            for literal, at in literals:
+                if not isinstance(literal, ast.Dict):
+                    continue
+                for key, value in zip(literal.keys, literal.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == name:
+                        found = (value, at)
+        return found
+
+    def loader_call(self, value: ast.expr) -> ast.Call | None:
+        """The ``DataLoader(...)`` call that builds the loader ``value``
+        constructs: the call itself, or for a ``DataLoader`` subclass of
+        this file, the ``super().__init__(...)`` call of its ``__init__``
+        (whose arguments are then the loader's)."""
+        if not isinstance(value, ast.Call):
+            return None
+        if self.imports.qualname(value.func) == DATALOADER:
+            return value
+        if not isinstance(value.func, ast.Name):
+            return None
+        info = self.facts.classes.get(value.func.id)
+        if info is None or not self.facts.classes.derives_from(info, frozenset({DATALOADER})):
+            return None
+        init = info.method("__init__")
+        if init is None:
+            return None
+        supers = [
+            n
+            for n in _statements(init)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "__init__"
+            and isinstance(n.func.value, ast.Call)
+            and isinstance(n.func.value.func, ast.Name)
+            and n.func.value.func.id == "super"
+        ]
+        return supers[0] if len(supers) == 1 else None
+
     def _item_values(
         self, expr: ast.Subscript, at: ast.AST, depth: int
     ) -> list[tuple[ast.expr, ast.AST]] | None:
@@ -609,6 +756,24 @@ class LoopFacts:
         sites = self._models().callers_of(function)
         return bool(sites) and all(self.grad_enabled(s.call, depth + 1) for s in sites)
 
+    def grad_off_by_callers(self, function: Function, depth: int = 0) -> bool:
+        """Does ``function`` run with grad off on every path: each of its
+        callers in this module calls it under ``torch.no_grad()`` (or from a
+        function that itself runs so): ``with torch.no_grad():
+        eval_one_epoch(model, loader)``."""
+        if depth >= _MAX_DEPTH:
+            return False
+        sites = self._models().callers_of(function)
+        if not sites:
+            return False
+        for site in sites:
+            if grad_off_context(site.call, self.imports) is not None:
+                continue
+            caller = enclosing_function(site.call)
+            if caller is None or not self.grad_off_by_callers(caller, depth + 1):
+                return False
+        return True
+
     def _models(self) -> ModelFacts:
         values = self._values()
         assert values is not None, "used after its module's lint"
@@ -694,6 +859,10 @@ class LoopFacts:
                     and self.imports.qualname(branch.func) in DISTRIBUTED_SAMPLERS
                 ):
                     found.append(Sampler(branch))
+                elif isinstance(branch, ast.Call) and self._sampler_alias(branch) is not None:
+                    aliased = self._sampler_alias(branch)
+                    assert aliased is not None
+                    found.append(Sampler(branch, alternatives=aliased))
                 elif isinstance(branch, ast.Call) and self._local_callee(branch) is not None:
                     made = self._sampler_factory(branch)
                     if made is None:
@@ -706,6 +875,30 @@ class LoopFacts:
         if len(found) != 1:
             return None
         return replace(found[0], alternatives=found[0].alternatives or alternatives)
+
+    def _sampler_alias(self, call: ast.Call) -> bool | None:
+        """``S(ds)`` where the name ``S`` holds the ``DistributedSampler``
+        class on some path (``S = RandomSampler if single else
+        DistributedSampler``): False when it holds only that class, True when
+        another torch sampler class on other paths; None when ``S`` may hold
+        anything else (the call is then not known to build one)."""
+        func = call.func
+        if not isinstance(func, ast.Name) or self.imports.qualname(func) is not None:
+            return None
+        values = self.values(Ref(func, call, func.id))
+        if not values:
+            return None
+        distributed = other = False
+        for value, _ in values:
+            for branch in _branches(value):
+                name = self.imports.qualname(branch) if isinstance(branch, ast.expr) else None
+                if name in DISTRIBUTED_SAMPLERS:
+                    distributed = True
+                elif name in OTHER_SAMPLERS:
+                    other = True
+                else:
+                    return None
+        return other if distributed else None
 
     def _sampler_factory(self, call: ast.Call) -> Sampler | None:
         """The one ``DistributedSampler(...)`` a helper of this file returns,
@@ -842,6 +1035,9 @@ class _Frame:
     env: dict[str, Ref] = field(default_factory=dict)
     visiting: frozenset[int] = frozenset()
     foreign: bool = False  # in a helper of another file: its globals are not the caller's
+    # A parameter given a list or tuple display: its elements as the caller's values
+    # (`set_mode("eval", [pg, ee])` then `for m in models: m.eval()`).
+    sequences: dict[str, tuple[Ref, ...]] = field(default_factory=dict)
 
 
 class _Walker:
@@ -862,8 +1058,13 @@ class _Walker:
             return  # runs when called, not here
         if isinstance(stmt, ast.If):
             self.expression(stmt.test, frame)
-            self.body(stmt.body, cond)
-            self.body(stmt.orelse, cond)
+            known = _static_test(stmt.test, frame)
+            if known is not False:
+                self.body(stmt.body, frame if known else cond)
+            if known is not True:
+                self.body(stmt.orelse, frame if known is False else cond)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)) and self._unrolled(stmt, frame):
+            pass
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expression(stmt.iter, frame)
             self.events.append(
@@ -903,6 +1104,39 @@ class _Walker:
                 if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                     self.add(ZERO_GRAD, stmt, frame)
 
+    def _unrolled(self, stmt: ast.For | ast.AsyncFor, frame: _Frame) -> bool:
+        """``for m in models: m.eval()`` over a display (here, or the
+        caller's argument): the body once per element, ``m`` as that element."""
+        target = stmt.target
+        if not isinstance(target, ast.Name) or stmt.orelse:
+            return False
+        it = stmt.iter
+        if isinstance(it, (ast.List, ast.Tuple)) and not any(
+            isinstance(e, ast.Starred) for e in it.elts
+        ):
+            elements = tuple(self.ref(e, frame) for e in it.elts)
+        elif isinstance(it, ast.Name) and it.id in frame.sequences:
+            elements = frame.sequences[it.id]
+        else:
+            return False
+        if not elements or len(elements) > _MAX_UNROLLED:
+            return False
+        self.events.append(
+            Event(
+                ITERATE,
+                stmt,
+                receiver=self.ref(it, frame),
+                loops=frame.loops,
+                via=frame.via,
+                conditional=frame.conditional,
+            )
+        )
+        for element in elements:
+            env = {**frame.env, target.id: element}
+            inner = replace(frame, loops=(*frame.loops, stmt), env=env)
+            self.body(stmt.body, inner)
+        return True
+
     # -- expressions ----------------------------------------------------------------
     def expression(self, node: ast.AST, frame: _Frame) -> None:
         calls = [n for n in _calls_under(node)]
@@ -914,7 +1148,7 @@ class _Walker:
     def call(self, call: ast.Call, frame: _Frame) -> None:
         func = call.func
         args = tuple(self.ref(a, frame) for a in call.args if not isinstance(a, ast.Starred))
-        if isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute) and not self.facts.plain_method(call):
             receiver = self.ref(func.value, frame)
             attr = func.attr
             if attr in ("backward", "manual_backward"):
@@ -978,6 +1212,13 @@ class _Walker:
         self.add(CALL, call, frame, receiver, args, callee=callee)
         if callee is not None and len(frame.via) < _MAX_DEPTH and id(callee) not in frame.visiting:
             env = _bind(callee, call, args, frame)
+            sequences = {
+                name: tuple(self.ref(e, frame) for e in ref.expr.elts)
+                for name, ref in env.items()
+                if isinstance(ref.expr, (ast.List, ast.Tuple))
+                and any(ref.expr is a for a in call.args)
+                and not any(isinstance(e, ast.Starred) for e in ref.expr.elts)
+            }
             inner = _Frame(
                 frame.loop,
                 frame.loops,
@@ -986,6 +1227,7 @@ class _Walker:
                 env,
                 frame.visiting | {id(callee)},
                 self.facts.foreign_path(callee) is not None,
+                sequences,
             )
             self.body(callee.body, inner)
 
@@ -1073,6 +1315,24 @@ def _ref(expr: ast.expr, frame: _Frame) -> Ref:
     if not rest:
         return outer
     return Ref(expr, expr, f"{outer.key}.{rest}" if outer.key is not None else None)
+
+
+def _static_test(test: ast.expr, frame: _Frame) -> bool | None:
+    """``mode == "eval"`` in a helper whose caller passed ``"eval"``: known
+    to hold (True) or not (False); None for any other test."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        return None
+    passed = frame.env.get(test.left.id)
+    if passed is None or not isinstance(passed.expr, ast.Constant):
+        return None
+    same = passed.expr.value == test.comparators[0].value
+    return same if isinstance(test.ops[0], ast.Eq) else not same
 
 
 def _calls_under(node: ast.AST) -> Iterator[ast.Call]:
@@ -1351,3 +1611,85 @@ def _declared_outer(function: Function, name: str) -> bool:
         isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
         for node in walk_scope(function)
     )
+
+
+def keeps_parameter(method: Function, name: str) -> bool:
+    """Does ``method`` add its parameter ``name`` as it is into ``self.attr``
+    (``+=``) or append it to one, without rebinding it first (``val =
+    val.item()``)? Its elements count (``self.sum[k] += losses[k]``, ``for
+    v in values: self._sum[i] += v``): the meter keeps what it was given."""
+    names = {name}
+    for node in ast.walk(method):
+        if (
+            isinstance(node, (ast.For, ast.AsyncFor))
+            and _iterates_name(node.iter, name)
+            and not node.orelse
+        ):
+            target = node.target
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]  # `for i, v in enumerate(values)`
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    kept = False
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                return False
+        value: ast.expr | None = None
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and _on_self(node.target)
+        ):
+            value = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and _on_self(node.func.value)
+            and len(node.args) == 1
+        ):
+            value = node.args[0]
+        if value is not None and any(_uses_raw(value, n) for n in names):
+            kept = True
+    return kept
+
+
+def _iterates_name(expr: ast.expr, name: str) -> bool:
+    """``values``, ``enumerate(values)``, ``values.values()``."""
+    if (
+        isinstance(expr, ast.Call)
+        and len(expr.args) == 1
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "enumerate"
+    ):
+        expr = expr.args[0]
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "values"
+        and not expr.args
+    ):
+        expr = expr.func.value
+    return isinstance(expr, ast.Name) and expr.id == name
+
+
+def _on_self(target: ast.expr) -> bool:
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "self"
+
+
+def _uses_raw(value: ast.expr, name: str) -> bool:
+    """``name`` in ``value`` through arithmetic and indexing only (not
+    ``.item()``, ``float()``): ``loss``, ``loss * n``, ``losses[key]``."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    if isinstance(value, ast.Subscript):
+        return _uses_raw(value.value, name)
+    if isinstance(value, ast.BinOp):
+        return _uses_raw(value.left, name) or _uses_raw(value.right, name)
+    if isinstance(value, ast.UnaryOp):
+        return _uses_raw(value.operand, name)
+    return False

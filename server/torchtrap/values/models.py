@@ -149,10 +149,34 @@ class ModelFacts:
         if isinstance(expr, ast.Call):
             return self._origin_of_value(expr, depth)
         values = self.tensors.values_of(expr, at)
+        if values is not None and len(values) > 1:
+            # `self.net = None` in `__init__`, the model in `build_model()`:
+            # calling it where it is None would raise, so it holds the model.
+            values = [v for v in values if not _is_none(v[0])]
         if values is None or len(values) != 1:
             return None
         value, _ = values[0]
         return self._origin_of_value(value, depth)
+
+    def model_constructors(self, expr: ast.expr, at: ast.AST) -> list[ModelOrigin] | None:
+        """Every constructor call the model ``expr`` may come from: one
+        (:meth:`model_constructor`), or one per branch (``if arch == "unet":
+        self.net = UNet() else: self.net = MSUNet()``); None when some value
+        is not a known constructor."""
+        single = self.model_constructor(expr, at)
+        if single is not None or isinstance(expr, ast.Call):
+            return [single] if single is not None else None
+        values = self.tensors.values_of(expr, at)
+        values = [v for v in values or () if not _is_none(v[0])]
+        if len(values) < 2:
+            return None
+        found: list[ModelOrigin] = []
+        for value, _ in values:
+            origin = self._origin_of_value(value, 0)
+            if origin is None:
+                return None
+            found.append(origin)
+        return found
 
     def _origin_of_value(self, value: ast.expr, depth: int) -> ModelOrigin | None:
         eval_mode = False
@@ -206,3 +230,7 @@ class ModelFacts:
                 if isinstance(c.func, ast.Name) and enclosing_function(c) is owner
             ]
         return [CallSite(c, enclosing_function(c)) for c in calls if c is not function]
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None

@@ -25,11 +25,16 @@ from torchtrap.core.objects import (
     Site,
 )
 from torchtrap.core.payload import holds_parameters, is_module, loaders
-from torchtrap.core.solver import NORMALISED, SEQUENTIALS, Solver
+from torchtrap.core.solver import MODULE_SELF_METHODS, NORMALISED, SEQUENTIALS, Solver
 from torchtrap.facts.index import enclosing_function
-from torchtrap.facts.modules import TORCHVISION_TRAIN_MODE_PREFIXES, TRAIN_MODE_LAYERS
+from torchtrap.facts.modules import (
+    TORCHVISION_TRAIN_MODE_PREFIXES,
+    TRAIN_MODE_LAYERS,
+    inert_layer,
+)
 from torchtrap.facts.remote import same_file
 from torchtrap.findings import RelatedLocation
+from torchtrap.project.summary import Span
 from torchtrap.values.program import Model
 from torchtrap.values.tensor_ops import (
     KEEP_METHODS,
@@ -259,11 +264,25 @@ def program_module_types(model: Model, node: ast.expr) -> frozenset[str] | None:
         return None
     names: set[str] = set()
     for obj in values:
+        if _moved_copy(obj, values):
+            continue  # `nn.CrossEntropyLoss().cuda()`: the module is in `values` too
+        if isinstance(obj, ExtAttrObj) and obj.attr == "forward":
+            obj = obj.base  # `criterion.forward(out, y)` is the module's call
         name = obj.type_name if isinstance(obj, ExtCallObj) else None
         if not name or not name.rsplit(".", 1)[-1][:1].isupper():
             return None
         names.add(name)
     return frozenset(names)
+
+
+def _moved_copy(obj: Obj, values: frozenset[Obj]) -> bool:
+    """``module.cuda()``'s own value beside the module it returns."""
+    callee = obj.callee if isinstance(obj, ExtCallObj) else None
+    return (
+        isinstance(callee, ExtAttrObj)
+        and callee.attr in MODULE_SELF_METHODS
+        and callee.base in values
+    )
 
 
 def program_worker_count(model: Model, call: ast.Call) -> str | None:
@@ -367,6 +386,7 @@ _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn
 # torch.nn modules with a dropout inside (on by default, or when given one).
 _DROPOUT_INSIDE = ("Transformer", "MultiheadAttention")
 _RNNS = frozenset({"RNN", "LSTM", "GRU"})
+_ORDERED_DICTS = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
 # Libraries whose calls make values, not modules.
 _PLAIN_LIBRARIES = ("torch.", "numpy.", "math.", "<builtin>.", "builtins.")
 MAX_LAYER_OBJECTS = 400
@@ -484,6 +504,50 @@ def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
     classes call a functional dropout; False when every part is known and none
     is; None when a value or a part is not known (a library model, an
     attribute the model has no value for)."""
+    return _train_mode(model, node, None)
+
+
+def program_train_mode_sites(model: Model, node: ast.expr) -> list[Site]:
+    """Where the Dropout/BatchNorm layers (and torchvision networks with
+    them) of the module ``node`` holds are built, however deep: in a
+    submodule class of another file (``self.conv1 = conv_block(...)``), a
+    ``Sequential`` a helper function returns, a container. Empty when none
+    is known (parts the model cannot see may still have some)."""
+    sites: list[Site] = []
+    _train_mode(model, node, sites)
+    return sites
+
+
+def program_train_mode_places(model: Model, node: ast.expr) -> list[tuple[str, str, Span]]:
+    """:func:`program_train_mode_sites` as the project index gives layers:
+    (path, library class, span) of each construction, in source order."""
+    out: list[tuple[str, str, Span]] = []
+    for site in program_train_mode_sites(model, node):
+        where = model.where(site.module, site.line, site.col)
+        starting = model.expressions(site.module).get((site.line, site.col), ())
+        calls = [n for n in starting if isinstance(n, ast.Call)]
+        if where is None or not calls:
+            continue
+        call = min(calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+        rng = where[1]
+        span = Span(
+            call.lineno,
+            call.col_offset,
+            call.end_lineno or call.lineno,
+            call.end_col_offset if call.end_col_offset is not None else call.col_offset,
+        )
+        name = ast.unparse(call.func).rsplit(".", 1)[-1]
+        if inert_layer(name, call):
+            continue  # `Dropout(0.0)`, `BatchNorm1d(c, track_running_stats=False)`
+        if rng.start.line == span.line:
+            out.append((where[0], f"torch.nn.{name}", span))
+    return sorted(set(out), key=lambda p: (p[0], p[2].line, p[2].col))
+
+
+def _train_mode(model: Model, node: ast.expr, sites: list[Site] | None) -> bool | None:
+    """The walk of :func:`program_train_mode_layers`; with ``sites``, every
+    train-mode layer's construction is collected there instead of stopping
+    at the first."""
     twin = model.twin(node)
     found = model.analysis.values(twin) if twin is not None else None
     # A module object is no model (`model = model.Net()` rebinds the
@@ -494,48 +558,80 @@ def program_train_mode_layers(model: Model, node: ast.expr) -> bool | None:
     solver = model.analysis.solver
     queue: list[Obj] = sorted(values, key=lambda o: repr(type(o)))
     seen: set[Obj] = set()
+    layers = unknown = False
     while queue:
         obj = queue.pop()
         if obj in seen:
             continue
         seen.add(obj)
         if len(seen) > MAX_LAYER_OBJECTS:
-            return None
+            unknown = True
+            break
         if isinstance(obj, ExtCallObj):
             name = obj.type_name or ""
             head, _, last = name.rpartition(".")
+            train_mode = False
             if head.startswith("torchvision.models"):
-                if last.startswith(TORCHVISION_TRAIN_MODE_PREFIXES):
+                if not last.startswith(TORCHVISION_TRAIN_MODE_PREFIXES):
+                    unknown = True
+                    continue
+                train_mode = True
+            elif name in _ORDERED_DICTS:
+                for arg in obj.args:  # `Sequential(OrderedDict([("bn", nn.BatchNorm2d(c))]))`
+                    queue.extend(solver.pts[arg])
+                continue
+            elif head != "torch.nn":
+                if not name.startswith(_PLAIN_LIBRARIES):
+                    unknown = True  # another library's object: maybe a model
+                continue  # else a tensor, a device, a number: not a module
+            else:
+                train_mode = (
+                    last in TRAIN_MODE_LAYERS
+                    or last.startswith(_DROPOUT_INSIDE)
+                    or (last in _RNNS and "dropout" in obj.kwargs)
+                )
+            if train_mode and _inert(model, obj.site, last):
+                continue  # `Dropout(0.0)`, `InstanceNorm2d(c)` without running stats
+            if train_mode:
+                layers = True
+                if sites is None:
                     return True
-                return None
-            if head != "torch.nn":
-                if name.startswith(_PLAIN_LIBRARIES):
-                    continue  # a tensor, a device, a number: not a module
-                return None  # another library's object: maybe a model
-            if last in TRAIN_MODE_LAYERS or last.startswith(_DROPOUT_INSIDE):
-                return True
-            if last in _RNNS and "dropout" in obj.kwargs:
-                return True
-            if name in _CONTAINERS:
+                sites.append(obj.site)
+            elif name in _CONTAINERS:
                 for arg in [*obj.args, *obj.kwargs.values()]:
                     queue.extend(solver.pts[arg])
         elif isinstance(obj, InstObj) and is_module(model.analysis, obj):
             for klass in solver.mro(obj.cls):
                 if isinstance(klass, ClassObj) and _calls_functional_dropout(klass.node):
-                    return True
+                    layers = True
+                    if sites is None:
+                        return True
             assigned = {
                 a for c in solver.mro(obj.cls) if isinstance(c, ClassObj) for a in c.instance_attrs
             }
             for attr in solver.field_keys.get(obj, ()):
                 held = solver.pts[solver.field(obj, attr)]
                 if not held and attr in assigned:
-                    return None  # an attribute the model has no value for
+                    unknown = True  # an attribute the model has no value for
                 queue.extend(held)
         elif isinstance(obj, ContainerObj):
-            element = solver.keyed.get(("e", obj, "*"))
-            if element is not None:
-                queue.extend(solver.pts[element])
-    return False
+            for key in solver.box_keys.get(obj, ()):
+                element = solver.keyed.get(("e", obj, key))
+                if element is not None:
+                    queue.extend(solver.pts[element])
+    if layers:
+        return True
+    return None if unknown else False
+
+
+def _inert(model: Model, site: Site, name: str) -> bool:
+    """The layer built at ``site`` behaves the same in both modes."""
+    starting = model.expressions(site.module).get((site.line, site.col), ())
+    calls = [n for n in starting if isinstance(n, ast.Call)]
+    if not calls:
+        return False
+    call = min(calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
+    return inert_layer(name, call)
 
 
 def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
@@ -548,3 +644,23 @@ def _calls_functional_dropout(cls: ast.ClassDef) -> bool:
             if "dropout" in spelled.lower() or "batch_norm" in spelled.lower():
                 return True
     return False
+
+
+def program_allocations(model: Model, node: ast.expr) -> list[tuple[int, int]] | None:
+    """Where every object ``node`` (a node of the linted file) may hold is
+    made, as (line, column) of its construction in the linted file: a
+    library call (``DataLoader(...)``) or a project class's instance, made
+    in a helper that returned it, alone or in a tuple or dict, or passed to
+    a constructor and kept on ``self``. None when some object is anything
+    else or is made in another file (its node is not this file's)."""
+    twin = model.twin(node)
+    values = model.analysis.values(twin) if twin is not None else None
+    if not values:
+        return None
+    found: set[tuple[int, int]] = set()
+    for obj in values:
+        site = obj.site if isinstance(obj, (ExtCallObj, InstObj)) else None
+        if site is None or site.module != model.module:
+            return None
+        found.add((site.line, site.col))
+    return sorted(found)
