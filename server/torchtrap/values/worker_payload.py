@@ -451,8 +451,12 @@ def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) ->
         made, site = culprit.made, culprit.loader.obj.site
         if made.module != module or site.module == module:
             continue  # at a DataLoader of this file, its own finding says it
-        if not site.ctx and (site.module, site.line, site.col) in copied:
-            continue
+        if (
+            not site.ctx
+            and (site.module, site.line, site.col) in copied
+            and culprit.loader.workers.kind != "some"
+        ):
+            continue  # the shared definition's unknown count; a certain one still counts
         if made.line in found or _seen_by_the_file_rules(culprit, model, with_bases=True):
             continue
         node = calls.get((made.line, made.col))
