@@ -339,12 +339,14 @@ def payload_draws(
 
 
 @dataclass
-class CudaHere:
-    """A CUDA value that reaches DataLoader workers, reported in the file
-    where it enters the worker code or the dataset: the ``.to(device)``
-    that ``__getitem__`` runs with a CUDA device from another file, or the
-    call in a dataset's file whose result (a CUDA tensor made by a helper
-    elsewhere) the dataset keeps, with the DataLoader in another file."""
+class FoundHere:
+    """What reaches DataLoader workers, reported in the linted file where
+    it is made or enters the worker code, when the DataLoader is in another
+    file: a CUDA value (the ``.to(device)`` that ``__getitem__`` runs with a
+    CUDA device from another file, or the call whose result, a CUDA tensor
+    made by a helper elsewhere, the dataset keeps), or a generator's
+    constructor the file's own rule does not see (an augmentation object's
+    ``self.rs``, a mixin's generator, one a dataset keeps through a helper)."""
 
     node: ast.Call  # in the linted file
     message: str
@@ -352,7 +354,7 @@ class CudaHere:
     related: list[RelatedLocation]
 
 
-def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[CudaHere]:
+def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[FoundHere]:
     model = reached_model(project, path, text, tree)
     if model is None:
         return []
@@ -360,7 +362,7 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
     solver = analysis.solver
     calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
     here = os.path.abspath(path)
-    found: dict[tuple[int, int], CudaHere] = {}
+    found: dict[tuple[int, int], FoundHere] = {}
 
     def loader_row(loader: Loader) -> list[RelatedLocation]:
         site = loader.obj.site
@@ -384,7 +386,7 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
             f"`{func}` puts data on the GPU in DataLoader workers ({count}): {tail}",
         )
         # one per line: ``torch.tensor(a, device=d), torch.tensor(b, device=d)``
-        found.setdefault((site.line, 0), CudaHere(node, text_, certain, loader_row(loader)))
+        found.setdefault((site.line, 0), FoundHere(node, text_, certain, loader_row(loader)))
     for culprit in every_cuda_culprit(analysis):
         if culprit.kind != "tensor" or culprit.loader.obj.site.module == module:
             continue  # at a DataLoader of this file, its own finding says it
@@ -414,31 +416,18 @@ def cuda_here(project: Project | None, path: str, text: str, tree: ast.Module) -
                     where[1], "the CUDA tensor made here", path=other_path(where[0], here)
                 )
             )
-        found.setdefault((node.lineno, 0), CudaHere(node, text_, certain, rows))
+        found.setdefault((node.lineno, 0), FoundHere(node, text_, certain, rows))
     return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
 
 
-@dataclass
-class RngHere:
-    """A generator DataLoader workers get a copy of, reported where it is
-    made when the DataLoader is in another file and the file's own rule
-    does not see it (an augmentation object's ``self.rs``, a mixin's
-    generator, one a dataset keeps through a helper)."""
-
-    node: ast.Call  # the generator's constructor, in the linted file
-    message: str
-    certain: bool
-    related: list[RelatedLocation]
-
-
-def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[RngHere]:
+def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) -> list[FoundHere]:
     model = reached_model(project, path, text, tree)
     if model is None:
         return []
     analysis, module = model.analysis, model.module
     calls = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
     here = os.path.abspath(path)
-    found: dict[int, RngHere] = {}
+    found: dict[int, FoundHere] = {}
     # the DataLoader with the most workers first: the one the finding names
     ranked = sorted(
         every_rng_culprit(analysis),
@@ -496,7 +485,7 @@ def rng_here(project: Project | None, path: str, text: str, tree: ast.Module) ->
                         path=other_path(where[0], here),
                     )
                 )
-        found[made.line] = RngHere(node, text_, certain, rows)
+        found[made.line] = FoundHere(node, text_, certain, rows)
     return sorted(found.values(), key=lambda f: (f.node.lineno, f.node.col_offset))
 
 
