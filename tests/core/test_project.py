@@ -357,3 +357,32 @@ def test_resolve_remembers_answers_only_while_nothing_records(tmp_path: Path) ->
         os.path.join("pkg", "__init__.py"),
         os.path.join("pkg", "impl.py"),
     }
+
+
+def test_a_module_under_a_sys_path_folder_records_the_adding_file_every_time(
+    tmp_path: Path,
+) -> None:
+    """A name resolved under a folder ``_init_paths.py`` puts on ``sys.path``
+    depends on that file: every lint that resolves it records it (the
+    editor re-lints on its change), the second one from memory too."""
+    from torchtrap.project.index import recording
+
+    files = {
+        "src/_init_paths.py": (
+            "import os.path as osp\nimport sys\n\n"
+            "sys.path.insert(0, osp.join(osp.dirname(__file__), 'lib'))\n"
+        ),
+        "src/lib/detectors/__init__.py": "",
+        "src/lib/detectors/detector.py": "class Detector:\n    pass\n",
+        "src/test.py": "import _init_paths\nfrom detectors.detector import Detector\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    project = index(tmp_path)
+    importer = str(tmp_path / "src" / "test.py")
+    for _ in range(2):
+        with recording() as reads:
+            found = project.resolve("detectors.detector.Detector", importer)
+        assert found is not None and found.endswith("Detector"), found
+        assert str(tmp_path / "src" / "_init_paths.py") in reads.paths

@@ -365,13 +365,18 @@ class Project:
             memo = self.__dict__["_beside_memo"] = {}
         key = (name, importer)
         if key in memo:
-            found = memo[key]
+            found, adder = memo[key]
         else:
-            found = memo[key] = self._beside(name, importer)
+            found, adder = memo[key] = self._beside(name, importer)
         _read(found)
+        _read(adder)  # a folder put on sys.path: the answer depends on that file too
         return found
 
-    def _beside(self, name: str, importer: str) -> ModuleSummary | None:
+    def _beside(
+        self, name: str, importer: str
+    ) -> tuple[ModuleSummary | None, ModuleSummary | None]:
+        """The module ``name`` beside ``importer`` (in its folder or above),
+        else under a folder a script puts on ``sys.path``; with that script."""
         rel = name.replace(".", os.sep)
         # A name's files are its first part's file or folder: where the
         # folder holds no such entry, the three candidates need not be joined
@@ -389,7 +394,7 @@ class Project:
             for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
                 found = self._by_path.get(os.path.join(folder, candidate))
                 if found is not None:
-                    return found
+                    return found, None
         # A folder a script puts on sys.path by a literal path (`_init_paths`)
         for adder, extra in self.sys_paths:
             if not applies_to(adder.path, importer):
@@ -397,9 +402,8 @@ class Project:
             for candidate in (f"{rel}.py", os.path.join(rel, "__init__.py"), f"{rel}.pyi"):
                 found = self._by_path.get(os.path.join(extra, candidate))
                 if found is not None:
-                    _read(adder)  # the answer depends on the file that adds it
-                    return found
-        return None
+                    return found, adder
+        return None, None
 
     @cached_property
     def sys_paths(self) -> tuple[tuple[ModuleSummary, str], ...]:
